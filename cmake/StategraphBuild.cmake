@@ -1,0 +1,46 @@
+# Build helpers shared by every stategraph target.
+
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+find_program(SG_CCACHE ccache)
+if(SG_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${SG_CCACHE})
+endif()
+
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+
+if(SG_SANITIZE)
+  add_compile_options(-fsanitize=${SG_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
+  add_link_options(-fsanitize=${SG_SANITIZE})
+endif()
+
+# sg_add_module(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])
+# Creates library target sg_<name> with alias sg::<name>, public headers in
+# <name>/include (identical include paths in build and install trees).
+function(sg_add_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS;PRIVATE_DEPS" ${ARGN})
+  add_library(sg_${name} ${ARG_SOURCES})
+  add_library(sg::${name} ALIAS sg_${name})
+  set_target_properties(sg_${name} PROPERTIES EXPORT_NAME ${name} OUTPUT_NAME stategraph_${name}
+                                              POSITION_INDEPENDENT_CODE ON)
+  target_compile_features(sg_${name} PUBLIC cxx_std_20)
+  target_include_directories(sg_${name} PUBLIC $<BUILD_INTERFACE:${CMAKE_CURRENT_SOURCE_DIR}/include>
+                                               $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
+  target_link_libraries(sg_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  sg_set_warnings(sg_${name})
+  install(TARGETS sg_${name} EXPORT stategraphTargets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endfunction()
+
+function(sg_set_warnings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
+                                           -Woverloaded-virtual)
+  if(SG_WERROR)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+endfunction()

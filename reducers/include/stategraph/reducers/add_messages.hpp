@@ -1,0 +1,53 @@
+#pragma once
+
+#include <stategraph/core/message.hpp>
+#include <stategraph/reducers/list_update.hpp>
+
+#include <initializer_list>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sg {
+
+/// LangGraph's `add_messages` reducer for message lists, with its exact semantics:
+/// - messages without an id get a random UUID v4, on both sides (the state's own messages too);
+/// - a message whose id is already present replaces it in place (the last occurrence when the
+///   list holds duplicates), even when its type differs;
+/// - a RemoveMessage deletes every message with its id; its id must exist in the list or earlier
+///   in the same update, otherwise the whole update fails with InvalidUpdateError (code
+///   "message.unknown_id") naming the id, and nothing but the assigned ids changes;
+/// - removing then re-adding an id in one update keeps the message (at its old position);
+/// - a RemoveMessage with id kRemoveAllMessages drops everything before it: the result is the
+///   rest of the update, verbatim;
+/// - a KeepSlice update keeps a slice (JS slice semantics).
+/// Stateless; thread-safe (each call works on its own arguments).
+struct AddMessages {
+  using value_type = std::vector<Message>;
+  using update_type = ListUpdate<Message>;
+
+  /// Merges `update` into `messages` in place. Throws InvalidUpdateError as described above.
+  void apply(std::vector<Message>& messages, ListUpdate<Message>&& update) const;
+
+  /// Functional form: the merged list of `left` and `right`.
+  [[nodiscard]] std::vector<Message> operator()(std::vector<Message> left,
+                                                std::vector<Message> right) const {
+    apply(left, ListUpdate<Message>(std::move(right)));
+    return left;
+  }
+};
+
+/// The add_messages reducer (use in a schema, or call: `sg::add_messages(left, right)`).
+inline constexpr AddMessages add_messages{};
+
+/// RemoveMessages for each id, to return from a node: `sg::remove({"a", "b"})`. (There is no
+/// single-string overload: unqualified `remove("x")` would call the C library's `::remove`.)
+[[nodiscard]] std::vector<Message> remove(std::initializer_list<std::string_view> ids);
+/// RemoveMessages for each id in `ids`.
+[[nodiscard]] std::vector<Message> remove(std::span<const std::string> ids);
+/// A one-message update that clears the list: `[remove_message(kRemoveAllMessages)]`; append
+/// messages after it to replace the list.
+[[nodiscard]] std::vector<Message> remove_all();
+
+}  // namespace sg

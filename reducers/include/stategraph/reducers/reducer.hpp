@@ -1,0 +1,161 @@
+#pragma once
+
+#include <stategraph/core/error.hpp>
+#include <stategraph/reducers/list_update.hpp>
+
+#include <concepts>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace sg {
+
+/// A reducer merges one write (`update_type`) into a state value (`value_type`). Reducers are
+/// small const function objects; `apply` may throw (the value is then left as it was before
+/// that write, or at least valid).
+template <class R>
+concept Reducer = requires {
+  typename R::value_type;
+  typename R::update_type;
+}
+&&requires(const R& r, typename R::value_type& value, typename R::update_type&& update) {
+  r.apply(value, std::move(update));
+};
+
+/// True for reducers that accept one write per superstep (LastValue).
+template <class R>
+inline constexpr bool kSingleWriter = requires {
+  requires R::kSingleWriter;
+};
+
+/// The default reducer: the write replaces the value; two writes in one superstep are an
+/// InvalidUpdateError. Stateless; thread-safe.
+template <class V>
+struct LastValue {
+  using value_type = V;
+  using update_type = V;
+  static constexpr bool kSingleWriter = true;
+  void apply(V& value, V&& update) const { value = std::move(update); }
+};
+
+/// List concatenation with keep-slice updates (LangGraph's `operator.add` plus the memory
+/// guide's `{type: "keep"}`): a list update appends, a KeepSlice keeps a slice. Stateless;
+/// thread-safe.
+template <class T>
+struct Concat {
+  using value_type = std::vector<T>;
+  using update_type = ListUpdate<T>;
+  void apply(std::vector<T>& value, ListUpdate<T>&& update) const {
+    if (update.is_keep()) {
+      apply_keep(value, update.keep());
+      return;
+    }
+    auto& items = update.items();
+    value.insert(value.end(), std::make_move_iterator(items.begin()),
+                 std::make_move_iterator(items.end()));
+  }
+};
+
+/// A user-defined binary reducer `value = op(value, update)` (LangGraph's
+/// `Annotated[T, op]`). Thread-safe if `op` is.
+template <class V, class Op>
+struct BinaryOperator {
+  using value_type = V;
+  using update_type = V;
+  Op op;
+  void apply(V& value, V&& update) const { value = op(std::move(value), std::move(update)); }
+};
+
+/// Reducer specs name a reducer without repeating the field's type; the schema binds them to
+/// the member type (see `field<>()`).
+struct LastValueSpec {
+  template <class V>
+  using bind = LastValue<V>;
+};
+struct ConcatSpec {
+  template <class V>
+  using bind = Concat<typename V::value_type>;
+};
+/// The default reducer spec (last value wins; one writer per step).
+inline constexpr LastValueSpec last_value{};
+/// The list concatenation spec (append, keep-slice).
+inline constexpr ConcatSpec concat{};
+
+/// Wraps a value that replaces a field and bypasses its reducer (LangGraph's `Overwrite`).
+template <class V>
+struct Overwrite {
+  V value;
+  friend bool operator==(const Overwrite&, const Overwrite&) = default;
+};
+
+/// `sg::overwrite(v)`: replace the field with `v`, bypassing its reducer.
+template <class V>
+[[nodiscard]] Overwrite<std::decay_t<V>> overwrite(V&& value) {
+  return Overwrite<std::decay_t<V>>{std::forward<V>(value)};
+}
+
+/// One write to a field within a superstep: a reducer update or an Overwrite, and the name of
+/// the node that wrote it (for error messages).
+template <Reducer R>
+struct FieldWrite {
+  std::variant<typename R::update_type, Overwrite<typename R::value_type>> value;
+  std::string_view writer{};
+};
+
+namespace detail {
+template <class W>
+std::string writer_list(std::span<W> writes) {
+  std::string out;
+  for (const auto& w : writes) {
+    if (!out.empty()) out += ", ";
+    out += '\'';
+    out += w.writer.empty() ? std::string_view("input") : w.writer;
+    out += '\'';
+  }
+  return out;
+}
+}  // namespace detail
+
+/// Applies the writes of one superstep to a field, in the given (task) order, with LangGraph's
+/// channel semantics: a single-writer reducer accepts at most one write; an Overwrite replaces
+/// the value and the writes after it are ignored; two Overwrites are an error. Throws
+/// InvalidUpdateError naming `field` and the writers, or what the reducer throws. Basic
+/// exception guarantee. Not synchronized: call from one thread.
+template <Reducer R>
+void apply_writes(const R& reducer, typename R::value_type& value, std::span<FieldWrite<R>> writes,
+                  std::string_view field) {
+  if (writes.empty()) return;
+  if constexpr (kSingleWriter<R>) {
+    if (writes.size() > 1) {
+      throw InvalidUpdateError(
+          "At key '" + std::string(field) + "': Can receive only one value per step (written by " +
+          detail::writer_list(writes) + "). Use a reducer to handle multiple values.");
+    }
+  }
+  std::size_t overwrites = 0;
+  for (const auto& w : writes) overwrites += w.value.index() == 1 ? 1 : 0;
+  if (overwrites > 1) {
+    std::string names;
+    for (const auto& w : writes) {
+      if (w.value.index() != 1) continue;
+      if (!names.empty()) names += ", ";
+      names += "'" + std::string(w.writer.empty() ? std::string_view("input") : w.writer) + "'";
+    }
+    throw InvalidUpdateError("At key '" + std::string(field) +
+                             "': Can receive only one Overwrite value per step (written by " +
+                             names + ").");
+  }
+  for (auto& w : writes) {
+    if (auto* replacement = std::get_if<1>(&w.value)) {
+      value = std::move(replacement->value);
+      return;  // writes after an Overwrite are ignored
+    }
+    reducer.apply(value, std::move(std::get<0>(w.value)));
+  }
+}
+
+}  // namespace sg

@@ -1,0 +1,143 @@
+#include <stategraph/core/error.hpp>
+#include <stategraph/core/uuid.hpp>
+#include <stategraph/reducers/add_messages.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <unordered_set>
+
+namespace sg {
+namespace {
+
+// Below this many messages in an update, ids are looked up by scanning the list (no
+// allocation); above it, through a hash index.
+constexpr std::size_t kLinearLookupMaxUpdate = 8;
+
+/// Finds the index of the last message with `id` in `messages`, as LangGraph's id->index map.
+class IdLookup {
+ public:
+  IdLookup(const std::vector<Message>& messages, bool hashed)
+      : messages_(messages), hashed_(hashed) {
+    if (!hashed_) return;
+    index_.reserve(messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) index_[messages[i].id] = i;
+  }
+
+  [[nodiscard]] std::optional<std::size_t> find(const std::string& id) const {
+    if (hashed_) {
+      auto it = index_.find(id);
+      if (it == index_.end()) return std::nullopt;
+      return it->second;
+    }
+    for (std::size_t i = messages_.size(); i-- > 0;) {
+      if (messages_[i].id == id) return i;
+    }
+    return std::nullopt;
+  }
+
+  /// Records that a message with `id` was appended at `index`.
+  void appended(const std::string& id, std::size_t index) {
+    if (hashed_) index_[id] = index;
+  }
+
+ private:
+  const std::vector<Message>& messages_;
+  bool hashed_;
+  std::unordered_map<std::string, std::size_t> index_;
+};
+
+/// Throws unless every RemoveMessage in `right` targets an id present in `left` or in an earlier
+/// non-remove message of `right` (checked before anything is merged, so that a failing update
+/// changes nothing).
+void check_removals(const IdLookup& left, const std::vector<Message>& right) {
+  std::unordered_set<std::string_view> added;
+  const bool hashed = right.size() > kLinearLookupMaxUpdate;
+  for (std::size_t i = 0; i < right.size(); ++i) {
+    const Message& m = right[i];
+    if (m.type != MessageType::remove) {
+      if (hashed) added.insert(m.id);
+      continue;
+    }
+    if (left.find(m.id)) continue;
+    bool earlier = false;
+    if (hashed) {
+      earlier = added.contains(m.id);
+    } else {
+      for (std::size_t j = 0; j < i && !earlier; ++j) {
+        earlier = right[j].type != MessageType::remove && right[j].id == m.id;
+      }
+    }
+    if (!earlier) {
+      throw InvalidUpdateError(
+          "Attempting to delete a message with an ID that doesn't exist ('" + m.id + "')",
+          errc::kUnknownMessageId);
+    }
+  }
+}
+
+}  // namespace
+
+void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& update) const {
+  if (update.is_keep()) {
+    apply_keep(messages, update.keep());
+    return;
+  }
+  std::vector<Message>& right = update.items();
+  for (Message& m : messages) {
+    if (m.id.empty()) m.id = new_uuid4();
+  }
+  std::optional<std::size_t> remove_all_at;
+  for (std::size_t i = 0; i < right.size(); ++i) {
+    if (right[i].id.empty()) right[i].id = new_uuid4();
+    if (right[i].is_remove_all()) remove_all_at = i;
+  }
+  if (remove_all_at) {
+    right.erase(right.begin(), right.begin() + static_cast<std::ptrdiff_t>(*remove_all_at + 1));
+    messages = std::move(right);
+    return;
+  }
+  if (right.empty()) return;
+
+  IdLookup lookup(messages, right.size() > kLinearLookupMaxUpdate);
+  check_removals(lookup, right);
+
+  std::unordered_set<std::string> to_remove;
+  for (Message& m : right) {
+    if (auto at = lookup.find(m.id)) {
+      if (m.type == MessageType::remove) {
+        to_remove.insert(m.id);
+      } else {
+        to_remove.erase(m.id);
+        messages[*at] = std::move(m);
+      }
+    } else {
+      lookup.appended(m.id, messages.size());
+      messages.push_back(std::move(m));
+    }
+  }
+  if (!to_remove.empty()) {
+    std::erase_if(messages, [&](const Message& m) { return to_remove.contains(m.id); });
+  }
+}
+
+std::vector<Message> remove(std::initializer_list<std::string_view> ids) {
+  std::vector<Message> out;
+  out.reserve(ids.size());
+  for (auto id : ids) out.push_back(remove_message(std::string(id)));
+  return out;
+}
+
+std::vector<Message> remove(std::span<const std::string> ids) {
+  std::vector<Message> out;
+  out.reserve(ids.size());
+  for (const auto& id : ids) out.push_back(remove_message(id));
+  return out;
+}
+
+std::vector<Message> remove_all() {
+  return {remove_message(std::string(kRemoveAllMessages))};
+}
+
+}  // namespace sg
