@@ -1,0 +1,26 @@
+#pragma once
+
+// Shared pieces of the stategraph command-line tool.
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <string>
+
+namespace sg::cli {
+
+/// The action a subcommand selected; main runs it and turns exceptions into one-line errors.
+using Action = std::function<void()>;
+
+/// Registers `stategraph messages <op>`; the chosen operation is stored in `action`.
+void add_messages_command(CLI::App& app, Action& action);
+
+/// Reads all of stdin as JSON. Throws sg::Error (code "argument.invalid") when it is empty or
+/// not JSON.
+[[nodiscard]] nlohmann::json read_stdin_json();
+
+/// Writes `value` to stdout as one line of JSON (indented when `indent` >= 0).
+void write_json(const nlohmann::json& value, int indent);
+
+}  // namespace sg::cli
