@@ -2,13 +2,15 @@
 # packages they need (scripts/install-deps), configure and build.
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
+TSAN_DIR ?= build-tsan
+TSAN_TESTS ?= ^graph/
 JOBS ?= $(shell nproc)
 WERROR ?= OFF
 CMAKE_ARGS ?=
 
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build test test-asan demo format clean
+.PHONY: all deps build test test-asan test-tsan bench demo format clean
 
 all: build
 
@@ -30,6 +32,19 @@ test-asan: deps
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
 
+# The executor suites (TSAN_TESTS, a ctest regex) built with ThreadSanitizer.
+test-tsan: deps
+	cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSG_SANITIZE=thread -DSG_BUILD_CLI=OFF \
+	  -DSG_BUILD_EXAMPLES=OFF -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target sg_graph_tests
+	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" ctest --output-on-failure -j $(JOBS) -R "$(TSAN_TESTS)"
+
+# Builds the benchmarks (Release) into build-bench/.
+bench: deps
+	cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release -DSG_BUILD_BENCH=ON -DSG_BUILD_TESTS=OFF \
+	  -DSG_BUILD_EXAMPLES=OFF -DSG_BUILD_CLI=OFF $(CMAKE_ARGS)
+	cmake --build build-bench -j $(JOBS) --target stategraph-bench
+
 # Builds and runs the main demo.
 demo: build
 	$(BUILD_DIR)/examples/message_memory
@@ -38,4 +53,4 @@ format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR)
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) build-bench

@@ -14,6 +14,10 @@ set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 if(SG_SANITIZE)
   add_compile_options(-fsanitize=${SG_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${SG_SANITIZE})
+  if(SG_SANITIZE MATCHES "thread" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+    # Boost.Asio uses std::atomic_thread_fence, which g++ warns TSan cannot check.
+    add_compile_options(-Wno-tsan)
+  endif()
 endif()
 
 # sg_add_module(<name> SOURCES ... [DEPS ...] [PRIVATE_DEPS ...])

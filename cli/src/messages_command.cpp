@@ -1,7 +1,7 @@
 // `stategraph messages <op>`: the message utilities over JSON on stdin/stdout.
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json.hpp>
 #include <stategraph/reducers/add_messages.hpp>
-#include <stategraph/reducers/json.hpp>
 #include <stategraph/reducers/message_utils.hpp>
 
 #include <cmath>

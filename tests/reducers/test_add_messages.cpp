@@ -1,6 +1,6 @@
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json.hpp>
 #include <stategraph/reducers/add_messages.hpp>
-#include <stategraph/reducers/json.hpp>
 
 #include <doctest/doctest.h>
 

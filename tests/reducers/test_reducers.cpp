@@ -1,7 +1,7 @@
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json.hpp>
+#include <stategraph/core/reducer.hpp>
 #include <stategraph/reducers/add_messages.hpp>
-#include <stategraph/reducers/json.hpp>
-#include <stategraph/reducers/reducer.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,7 +1,7 @@
 #pragma once
 
+#include <stategraph/core/list_update.hpp>
 #include <stategraph/core/message.hpp>
-#include <stategraph/reducers/list_update.hpp>
 
 #include <initializer_list>
 #include <span>

@@ -1,13 +1,16 @@
 #pragma once
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/list_update.hpp>
 #include <stategraph/core/message.hpp>
-#include <stategraph/reducers/list_update.hpp>
+#include <stategraph/core/reducer.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <type_traits>
+#include <variant>
 
 namespace sg {
 
@@ -67,4 +70,69 @@ template <class T>
   }
 }
 
+/// True when T converts to and from nlohmann::json.
+template <class T>
+concept JsonConvertible = std::is_constructible_v<nlohmann::json, const T&> &&
+    requires(const nlohmann::json& j) {
+  j.template get<T>();
+};
+
+/// JSON of one field write: the update itself, or `{"__overwrite__": value}` (LangGraph's
+/// Overwrite form). Throws what the value's converter throws.
+template <Reducer R>
+[[nodiscard]] nlohmann::json write_to_json(const Write<R>& write) {
+  if (const auto* o = std::get_if<1>(&write)) return nlohmann::json{{"__overwrite__", o->value}};
+  return nlohmann::json(std::get<0>(write));
+}
+
+/// Reads one field write (see write_to_json). Throws sg::Error (code "argument.invalid").
+template <Reducer R>
+[[nodiscard]] Write<R> write_from_json(const nlohmann::json& value) {
+  try {
+    if (value.is_object() && value.size() == 1 && value.contains("__overwrite__")) {
+      return Overwrite<typename R::value_type>{
+          value["__overwrite__"].template get<typename R::value_type>()};
+    }
+    return value.template get<typename R::update_type>();
+  } catch (const nlohmann::json::exception& e) {
+    throw Error(errc::kInvalidArgument, e.what());
+  }
+}
+
 }  // namespace sg
+
+namespace nlohmann {
+
+template <class T>
+struct adl_serializer<sg::ListUpdate<T>> {
+  static void to_json(json& j, const sg::ListUpdate<T>& u) { j = sg::list_update_to_json(u); }
+  static void from_json(const json& j, sg::ListUpdate<T>& u) {
+    u = sg::list_update_from_json<T>(j);
+  }
+};
+
+template <>
+struct adl_serializer<sg::KeepSlice> {
+  static void to_json(json& j, const sg::KeepSlice& k) { j = sg::keep_slice_to_json(k); }
+  static void from_json(const json& j, sg::KeepSlice& k) { k = sg::keep_slice_from_json(j); }
+};
+
+template <class T>
+struct adl_serializer<std::optional<T>> {
+  static void to_json(json& j, const std::optional<T>& v) {
+    if (v) {
+      j = *v;
+    } else {
+      j = nullptr;
+    }
+  }
+  static void from_json(const json& j, std::optional<T>& v) {
+    if (j.is_null()) {
+      v.reset();
+    } else {
+      v = j.template get<T>();
+    }
+  }
+};
+
+}  // namespace nlohmann

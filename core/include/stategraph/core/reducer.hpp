@@ -1,7 +1,7 @@
 #pragma once
 
 #include <stategraph/core/error.hpp>
-#include <stategraph/reducers/list_update.hpp>
+#include <stategraph/core/list_update.hpp>
 
 #include <concepts>
 #include <span>
@@ -73,10 +73,12 @@ struct BinaryOperator {
 /// Reducer specs name a reducer without repeating the field's type; the schema binds them to
 /// the member type (see `field<>()`).
 struct LastValueSpec {
+  using reducer_spec_tag = void;
   template <class V>
   using bind = LastValue<V>;
 };
 struct ConcatSpec {
+  using reducer_spec_tag = void;
   template <class V>
   using bind = Concat<typename V::value_type>;
 };
@@ -98,22 +100,25 @@ template <class V>
   return Overwrite<std::decay_t<V>>{std::forward<V>(value)};
 }
 
-/// One write to a field within a superstep: a reducer update or an Overwrite, and the name of
-/// the node that wrote it (for error messages).
+/// One write to a field: a reducer update or an Overwrite.
+template <Reducer R>
+using Write = std::variant<typename R::update_type, Overwrite<typename R::value_type>>;
+
+/// One write to a field within a superstep, and the name of the node that wrote it.
 template <Reducer R>
 struct FieldWrite {
-  std::variant<typename R::update_type, Overwrite<typename R::value_type>> value;
+  Write<R> value;
   std::string_view writer{};
 };
 
 namespace detail {
-template <class W>
-std::string writer_list(std::span<W> writes) {
+inline std::string quoted_writers(std::span<const std::string_view> writers, auto&& keep) {
   std::string out;
-  for (const auto& w : writes) {
+  for (std::size_t i = 0; i < writers.size(); ++i) {
+    if (!keep(i)) continue;
     if (!out.empty()) out += ", ";
     out += '\'';
-    out += w.writer.empty() ? std::string_view("input") : w.writer;
+    out += writers[i].empty() ? std::string_view("input") : writers[i];
     out += '\'';
   }
   return out;
@@ -122,40 +127,53 @@ std::string writer_list(std::span<W> writes) {
 
 /// Applies the writes of one superstep to a field, in the given (task) order, with LangGraph's
 /// channel semantics: a single-writer reducer accepts at most one write; an Overwrite replaces
-/// the value and the writes after it are ignored; two Overwrites are an error. Throws
-/// InvalidUpdateError naming `field` and the writers, or what the reducer throws. Basic
-/// exception guarantee. Not synchronized: call from one thread.
+/// the value and the writes after it are ignored; two Overwrites are an error. `writers[i]` names
+/// the node of `writes[i]`. Throws InvalidUpdateError naming `field` and the writers (before
+/// changing anything), or what the reducer throws. Basic exception guarantee. Not synchronized.
 template <Reducer R>
-void apply_writes(const R& reducer, typename R::value_type& value, std::span<FieldWrite<R>> writes,
+void apply_writes(const R& reducer, typename R::value_type& value,
+                  std::span<Write<R>* const> writes, std::span<const std::string_view> writers,
                   std::string_view field) {
   if (writes.empty()) return;
   if constexpr (kSingleWriter<R>) {
     if (writes.size() > 1) {
-      throw InvalidUpdateError(
-          "At key '" + std::string(field) + "': Can receive only one value per step (written by " +
-          detail::writer_list(writes) + "). Use a reducer to handle multiple values.");
+      throw InvalidUpdateError("At key '" + std::string(field) +
+                               "': Can receive only one value per step (written by " +
+                               detail::quoted_writers(writers, [](std::size_t) { return true; }) +
+                               "). Use a reducer to handle multiple values.");
     }
   }
   std::size_t overwrites = 0;
-  for (const auto& w : writes) overwrites += w.value.index() == 1 ? 1 : 0;
+  for (const auto* w : writes) overwrites += w->index() == 1 ? 1 : 0;
   if (overwrites > 1) {
-    std::string names;
-    for (const auto& w : writes) {
-      if (w.value.index() != 1) continue;
-      if (!names.empty()) names += ", ";
-      names += "'" + std::string(w.writer.empty() ? std::string_view("input") : w.writer) + "'";
-    }
-    throw InvalidUpdateError("At key '" + std::string(field) +
-                             "': Can receive only one Overwrite value per step (written by " +
-                             names + ").");
+    throw InvalidUpdateError(
+        "At key '" + std::string(field) +
+        "': Can receive only one Overwrite value per step (written by " +
+        detail::quoted_writers(writers, [&](std::size_t i) { return writes[i]->index() == 1; }) +
+        ").");
   }
-  for (auto& w : writes) {
-    if (auto* replacement = std::get_if<1>(&w.value)) {
+  for (auto* w : writes) {
+    if (auto* replacement = std::get_if<1>(w)) {
       value = std::move(replacement->value);
       return;  // writes after an Overwrite are ignored
     }
-    reducer.apply(value, std::move(std::get<0>(w.value)));
+    reducer.apply(value, std::move(std::get<0>(*w)));
   }
+}
+
+/// apply_writes over FieldWrite records (value and writer together).
+template <Reducer R>
+void apply_writes(const R& reducer, typename R::value_type& value, std::span<FieldWrite<R>> writes,
+                  std::string_view field) {
+  std::vector<Write<R>*> pointers;
+  std::vector<std::string_view> writers;
+  pointers.reserve(writes.size());
+  writers.reserve(writes.size());
+  for (auto& w : writes) {
+    pointers.push_back(&w.value);
+    writers.push_back(w.writer);
+  }
+  apply_writes(reducer, value, std::span<Write<R>* const>(pointers), writers, field);
 }
 
 }  // namespace sg

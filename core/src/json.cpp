@@ -1,4 +1,4 @@
-#include <stategraph/reducers/json.hpp>
+#include <stategraph/core/json.hpp>
 
 #include <cmath>
 #include <limits>

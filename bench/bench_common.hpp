@@ -1,0 +1,76 @@
+#pragma once
+
+// Shared pieces of stategraph-bench: the deterministic data of the LangGraph.js anchor's
+// workloads (shared/anchors/langgraphjs/WORKLOADS.md), timing, and the JSON fields bench.mjs
+// reports.
+
+#include <nlohmann/json.hpp>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace bench {
+
+using Json = nlohmann::ordered_json;
+
+/// xorshift32 (Marsaglia 2003, shifts 13, 17, 5); seed 0 becomes 0x9E3779B9.
+struct XorShift32 {
+  std::uint32_t s;
+  explicit XorShift32(std::uint32_t seed) : s(seed ? seed : 0x9E3779B9u) {}
+  std::uint32_t next() {
+    s ^= s << 13;
+    s ^= s >> 17;
+    s ^= s << 5;
+    return s;
+  }
+};
+
+/// textFor(seed, n): words of the 32-word vocabulary joined by spaces, cut to n characters.
+std::string text_for(std::uint32_t seed, std::size_t n);
+
+/// sha256 of `data`, lower-case hex.
+std::string sha256_hex(const std::string& data);
+
+/// Round to `digits` decimals, as bench.mjs does (r1 / r3).
+inline double round_to(double x, int digits) {
+  const double f = std::pow(10.0, digits);
+  return std::round(x * f) / f;
+}
+
+/// CPU seconds (user + system) of this process so far.
+double cpu_seconds();
+/// Peak resident set size in MiB.
+double peak_rss_mb();
+/// The 1-minute load average.
+double load1();
+
+/// {ops, wall_s, per_op_us, ops_per_s} as bench.mjs's rate().
+Json rate(double ops, double wall_s);
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+/// A scenario: runs its units, returns the JSON object (one line) bench.mjs would print.
+using Scenario = std::function<Json()>;
+std::map<std::string, Scenario>& scenarios();
+
+/// Registers a scenario at static-initialization time.
+struct Register {
+  Register(const std::string& name, Scenario scenario) { scenarios()[name] = std::move(scenario); }
+};
+
+/// A directory for storage under the system temp dir, removed first.
+std::string fresh_dir(const std::string& name);
+/// Bytes under a directory.
+std::uint64_t directory_bytes(const std::string& path);
+
+}  // namespace bench

@@ -1,0 +1,146 @@
+// stategraph-bench: the workloads of the LangGraph.js anchor (shared/anchors/langgraphjs/
+// WORKLOADS.md), re-implemented exactly, printing one JSON line per scenario with bench.mjs's
+// field names.
+//
+//   stategraph-bench <scenario> [--json] [--repeat N]
+//   stategraph-bench --list
+//
+// Each run of a scenario happens in a fresh process (this program re-executes itself with
+// --unit), so peak RSS and on-disk state are per run; with --repeat N every numeric field is the
+// median of N runs.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "bench_common.hpp"
+
+namespace {
+
+using bench::Json;
+
+Json median_of(const std::vector<Json>& runs) {
+  const Json& first = runs.front();
+  if (first.is_number()) {
+    std::vector<double> xs;
+    bool integers = true;
+    for (const auto& r : runs) {
+      xs.push_back(r.get<double>());
+      integers = integers && r.is_number_integer();
+    }
+    std::sort(xs.begin(), xs.end());
+    const std::size_t n = xs.size();
+    const double median = n % 2 ? xs[n / 2] : (xs[n / 2 - 1] + xs[n / 2]) / 2;
+    if (integers && median == std::floor(median)) return static_cast<std::int64_t>(median);
+    return median;
+  }
+  if (!first.is_object()) return first;
+  Json out = Json::object();
+  for (const auto& [key, value] : first.items()) {
+    std::vector<Json> column;
+    for (const auto& r : runs) column.push_back(r.contains(key) ? r[key] : value);
+    out[key] = median_of(column);
+  }
+  return out;
+}
+
+std::string self_path() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("stategraph-bench");
+}
+
+Json run_in_child(const std::string& scenario) {
+  std::string command = self_path();  // built step by step: g++ 12 -O3 warns on "'" + string
+  command.insert(0, 1, '\'');
+  command.append("' ").append(scenario).append(" --unit");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (!pipe) throw std::runtime_error("cannot run " + command);
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
+  if (pclose(pipe) != 0) throw std::runtime_error("unit " + scenario + " failed");
+  return Json::parse(out);
+}
+
+Json versions() {
+  Json v;
+  v["stategraph"] = "0.1.0";
+#if defined(__clang__)
+  v["compiler"] = std::string("clang ") + __clang_version__;
+#elif defined(__GNUC__)
+  v["compiler"] = "g++ " + std::to_string(__GNUC__) + "." + std::to_string(__GNUC_MINOR__) + "." +
+                  std::to_string(__GNUC_PATCHLEVEL__);
+#endif
+  return v;
+}
+
+void usage() {
+  std::cerr << "usage: stategraph-bench <scenario> [--json] [--repeat N]\nscenarios:";
+  for (const auto& [name, fn] : bench::scenarios()) std::cerr << ' ' << name;
+  std::cerr << '\n';
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    usage();
+    return 2;
+  }
+  if (args[0] == "--list") {
+    Json names = Json::array();
+    for (const auto& [name, fn] : bench::scenarios()) names.push_back(name);
+    std::cout << names.dump() << '\n';
+    return 0;
+  }
+  const std::string scenario = args[0];
+  auto it = bench::scenarios().find(scenario);
+  if (it == bench::scenarios().end()) {
+    std::cerr << "stategraph-bench: unknown scenario '" << scenario << "'\n";
+    usage();
+    return 2;
+  }
+  bool json_only = false;
+  bool unit = false;
+  int repeat = 1;
+  for (std::size_t i = 1; i < args.size(); ++i) {
+    if (args[i] == "--json") {
+      json_only = true;
+    } else if (args[i] == "--unit") {
+      unit = true;
+    } else if (args[i] == "--repeat" && i + 1 < args.size()) {
+      repeat = std::max(1, std::stoi(args[++i]));
+    } else {
+      std::cerr << "stategraph-bench: unknown argument '" << args[i] << "'\n";
+      return 2;
+    }
+  }
+  try {
+    if (unit) {
+      std::cout << it->second().dump() << '\n';
+      return 0;
+    }
+    std::vector<Json> runs;
+    for (int r = 0; r < repeat; ++r) runs.push_back(run_in_child(scenario));
+    Json line;
+    line["scenario"] = scenario;
+    line["versions"] = versions();
+    const Json medians = median_of(runs);
+    for (const auto& [key, value] : medians.items()) line[key] = value;
+    line["runs"] = repeat;
+    if (!json_only) {
+      std::cerr << scenario << ": " << line.dump(2) << '\n';
+    }
+    std::cout << line.dump() << '\n';
+  } catch (const std::exception& e) {
+    std::cerr << "stategraph-bench: " << e.what() << '\n';
+    return 1;
+  }
+  return 0;
+}

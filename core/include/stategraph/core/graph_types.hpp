@@ -1,0 +1,240 @@
+#pragma once
+
+// The vocabulary of graphs and runs: START/END, Send, Command, interrupts, retry policies,
+// node/compile/run options, results and stream events.
+
+#include <stategraph/core/update.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <any>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace sg {
+
+class ThreadPool;
+
+/// The entry pseudo-node: `add_edge(sg::START, "first")`.
+inline constexpr const char* START = "__start__";
+/// The exit pseudo-node: `add_edge("last", sg::END)`, or return it from a router.
+inline constexpr const char* END = "__end__";
+
+/// Runs `node` in the next superstep with `arg` as its input instead of the state (map-reduce).
+/// The node receives `arg`: a state value for ordinary nodes, or the type the node's function
+/// takes. `arg` must be copyable.
+struct Send {
+  std::string node;
+  std::any arg;
+
+  Send(std::string node_name, std::any argument)
+      : node(std::move(node_name)), arg(std::move(argument)) {}
+  template <class T>
+  requires(!std::is_same_v<std::decay_t<T>, std::any>) Send(std::string node_name, T&& argument)
+      : node(std::move(node_name)),
+        arg(std::in_place_type<std::decay_t<T>>, std::forward<T>(argument)) {}
+};
+
+/// Where to go next: a node name (or END), or a Send. Routers and Commands return these.
+class Goto {
+ public:
+  Goto(const char* node) : value_(std::string(node)) {}       // NOLINT: implicit by design
+  Goto(std::string node) : value_(std::move(node)) {}         // NOLINT
+  Goto(std::string_view node) : value_(std::string(node)) {}  // NOLINT
+  Goto(Send send) : value_(std::move(send)) {}                // NOLINT
+
+  /// True for a Send.
+  [[nodiscard]] bool is_send() const noexcept { return value_.index() == 1; }
+  /// The node to run (the Send's node for a Send).
+  [[nodiscard]] const std::string& node() const noexcept {
+    return is_send() ? std::get<1>(value_).node : std::get<0>(value_);
+  }
+  /// The Send; precondition is_send().
+  [[nodiscard]] Send& send() { return std::get<1>(value_); }
+
+ private:
+  std::variant<std::string, Send> value_;
+};
+
+/// Routes a Command to the parent graph of the subgraph that returned it.
+inline constexpr const char* PARENT = "__parent__";
+
+/// What a node may return instead of an Update: an update plus where to go next. `go_to` adds to
+/// the node's static edges (as in LangGraph). As graph input, `resume` answers pending
+/// interrupts (a value, or an object mapping interrupt ids to values). `graph = sg::PARENT` sends
+/// the command to the parent graph.
+template <State S>
+struct Command {
+  Update<S> update{};
+  std::vector<Goto> go_to{};
+  std::optional<nlohmann::json> resume{};
+  std::string graph{};
+};
+
+/// A pending interrupt: raised by `sg::interrupt(value)` in node `node`; `id` identifies it
+/// when resuming.
+struct Interrupt {
+  std::string id;
+  nlohmann::json value;
+  std::string node;
+
+  friend bool operator==(const Interrupt&, const Interrupt&) = default;
+};
+
+/// LangGraph's RetryPolicy: up to `max_attempts` attempts (the first included); before attempt
+/// n+1 the task sleeps min(max_interval, initial_interval * backoff_factor^(n-1)) plus, with
+/// jitter, a random 0..1 s. `retry_on` decides per exception (default: default_retry_on).
+struct RetryPolicy {
+  int max_attempts = 3;
+  std::chrono::duration<double> initial_interval{0.5};
+  double backoff_factor = 2.0;
+  std::chrono::duration<double> max_interval{128.0};
+  bool jitter = true;
+  std::function<bool(const std::exception&)> retry_on{};
+};
+
+/// The default retry predicate: retries everything except programming errors
+/// (std::logic_error and its subclasses, sg::InvalidUpdateError, sg::GraphValidationError) and
+/// cancellation. Thread-safe.
+[[nodiscard]] bool default_retry_on(const std::exception& error) noexcept;
+
+/// Per-node options for add_node.
+struct NodeOptions {
+  /// Retry failed attempts (none by default).
+  std::optional<RetryPolicy> retry{};
+  /// Abandon an attempt that runs longer (0: no limit); it fails with NodeTimeoutError, which
+  /// the retry policy may retry. A node with a timeout reads its own copy of the state and runs
+  /// on a pool thread; an abandoned attempt finishes in the background and is ignored.
+  std::chrono::milliseconds timeout{0};
+  /// The nodes a Command-returning node may go to (for validation and drawing).
+  std::vector<std::string> destinations{};
+  /// Free-form metadata (shown in debug events).
+  nlohmann::json metadata{};
+};
+
+/// Cancels a run from any thread: pass it in RunConfig::cancellation and call cancel(). Nodes
+/// see it through Context::cancelled(). A default-constructed token can never be cancelled;
+/// make one with create(). Copies share the same state. Thread-safe.
+class CancellationToken {
+ public:
+  CancellationToken() = default;
+  /// A token that can be cancelled.
+  [[nodiscard]] static CancellationToken create();
+  /// Requests cancellation; wakes waiting runs. No effect on a default-constructed token.
+  void cancel() const noexcept;
+  /// True once cancel() was called.
+  [[nodiscard]] bool cancelled() const noexcept;
+  /// False for a default-constructed token (which nothing can cancel).
+  [[nodiscard]] bool can_cancel() const noexcept { return state_ != nullptr; }
+  /// Sleeps up to `duration`; returns early (true) when cancelled.
+  bool wait_for(std::chrono::duration<double> duration) const;
+
+  struct State;
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
+/// Options of one run (LangGraph's config).
+struct RunConfig {
+  /// The conversation thread (the checkpointer's key).
+  std::string thread_id{};
+  /// Selects a checkpoint of the thread to replay or fork from.
+  std::string checkpoint_id{};
+  std::string checkpoint_ns{};
+  /// The most supersteps a run may take: a chain of n nodes needs at least n + 1.
+  int recursion_limit = 25;
+  /// Run at most this many tasks of a superstep at once (0: as many as the pool allows).
+  std::size_t max_concurrency = 0;
+  CancellationToken cancellation{};
+  /// Stops before / after these nodes, in addition to the graph's own lists.
+  std::vector<std::string> interrupt_before{};
+  std::vector<std::string> interrupt_after{};
+  /// Also stream the events of subgraphs (with their namespace).
+  bool stream_subgraphs = false;
+  /// Free-form values nodes can read (LangGraph's `configurable`).
+  nlohmann::json configurable{};
+  /// Copied into checkpoint metadata.
+  nlohmann::json metadata{};
+  /// Static per-run data for nodes (LangGraph's runtime context); not checkpointed.
+  nlohmann::json context{};
+  std::string run_id{};
+};
+
+/// How a run ended.
+enum class RunStatus : std::uint8_t { done, interrupted };
+
+/// The outcome of invoke: the state, and for an interrupted run the pending interrupts and the
+/// nodes that run on resume.
+template <State S>
+struct RunResult {
+  S state{};
+  RunStatus status = RunStatus::done;
+  std::vector<Interrupt> interrupts{};
+  std::vector<std::string> next{};
+
+  [[nodiscard]] bool interrupted() const noexcept { return status == RunStatus::interrupted; }
+};
+
+/// What stream() reports; combine with `|`.
+enum class StreamMode : std::uint8_t { values = 1, updates = 2, custom = 4, debug = 8 };
+
+/// A set of stream modes.
+class StreamModes {
+ public:
+  constexpr StreamModes() = default;
+  constexpr StreamModes(StreamMode mode) : bits_(static_cast<std::uint8_t>(mode)) {}  // NOLINT
+  [[nodiscard]] constexpr bool has(StreamMode mode) const noexcept {
+    return (bits_ & static_cast<std::uint8_t>(mode)) != 0;
+  }
+  [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
+  constexpr StreamModes operator|(StreamModes other) const noexcept {
+    StreamModes out;
+    out.bits_ = static_cast<std::uint8_t>(bits_ | other.bits_);
+    return out;
+  }
+
+ private:
+  std::uint8_t bits_ = 0;
+};
+constexpr StreamModes operator|(StreamMode a, StreamMode b) noexcept {
+  return StreamModes(a) | StreamModes(b);
+}
+
+/// "values", "updates", "custom" or "debug".
+[[nodiscard]] std::string_view to_string(StreamMode mode) noexcept;
+
+/// One stream event. `values`: the state after a superstep. `updates`: one node's update.
+/// `custom`: what a node wrote with Context::write. `debug`: task start / result as JSON
+/// (`{"type": "task" | "task_result", "step", "payload"}`). `ns` is the subgraph path
+/// ("node:task" per level; empty for the root graph).
+template <State S>
+struct StreamEvent {
+  StreamMode mode = StreamMode::values;
+  int step = 0;
+  std::string node{};
+  std::vector<std::string> ns{};
+  std::optional<S> values{};
+  std::optional<Update<S>> update{};
+  nlohmann::json data{};
+};
+
+/// Options of compile().
+struct CompileOptions {
+  /// Stop before / after these nodes ("*" for all).
+  std::vector<std::string> interrupt_before{};
+  std::vector<std::string> interrupt_after{};
+  /// The pool that runs parallel tasks (default: ThreadPool::shared()).
+  std::shared_ptr<ThreadPool> pool{};
+  /// The graph's name (drawing, subgraph namespaces).
+  std::string name{};
+};
+
+}  // namespace sg

@@ -1,0 +1,472 @@
+#pragma once
+
+#include <stategraph/core/context.hpp>
+#include <stategraph/core/detail/node.hpp>
+#include <stategraph/core/detail/runner.hpp>
+#include <stategraph/core/detail/topology.hpp>
+#include <stategraph/core/graph_types.hpp>
+#include <stategraph/core/thread_pool.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <initializer_list>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace sg {
+
+template <State S>
+class CompiledGraph;
+template <State S>
+class StateGraph;
+
+/// Maps what a router returns to node names: `sg::PathMap{{"yes", "act"}, {"no", sg::END}}`.
+struct PathMap {
+  std::map<std::string, std::string> entries;
+  PathMap(std::initializer_list<std::pair<const std::string, std::string>> list) : entries(list) {}
+  explicit PathMap(std::map<std::string, std::string> map) : entries(std::move(map)) {}
+};
+
+namespace detail {
+
+template <class F>
+struct CallOperatorArg;
+template <class C, class R, class A, class... Rest>
+struct CallOperatorArg<R (C::*)(A, Rest...) const> {
+  using type = std::remove_cvref_t<A>;
+};
+template <class C, class R, class A, class... Rest>
+struct CallOperatorArg<R (C::*)(A, Rest...)> {
+  using type = std::remove_cvref_t<A>;
+};
+template <class R, class A, class... Rest>
+struct CallOperatorArg<R (*)(A, Rest...)> {
+  using type = std::remove_cvref_t<A>;
+};
+
+/// The input a node callable takes: S when it accepts the state, else its first parameter type.
+template <State S, class F>
+struct NodeInput {
+  using type = typename CallOperatorArg<decltype(&F::operator())>::type;
+};
+template <State S, class F>
+requires(std::is_invocable_v<const F&, const S&> ||
+         std::is_invocable_v<const F&, const S&, Context&> ||
+         std::is_invocable_v<const F&, const S&, const Context&>) struct NodeInput<S, F> {
+  using type = S;
+};
+template <State S, class R, class A, class... Rest>
+requires(!std::is_same_v<std::remove_cvref_t<A>, S>) struct NodeInput<S, R (*)(A, Rest...)> {
+  using type = std::remove_cvref_t<A>;
+};
+
+}  // namespace detail
+
+/// A node before it is added: any callable taking the state (or a Send argument), optionally
+/// with a Context, returning Update<S>, Command<S> or void. Used by add_sequence.
+template <State S>
+class Node {
+ public:
+  template <class F>
+  requires(!std::is_same_v<std::decay_t<F>, Node>) Node(F fn) {  // NOLINT: implicit by design
+    using In = typename detail::NodeInput<S, std::decay_t<F>>::type;
+    returns_command_ = detail::returns_command<S, In, std::decay_t<F>>();
+    send_only_ = !std::is_same_v<In, S>;
+    make_ = [fn = std::move(fn)](std::string name) {
+      return detail::make_node_function<S, In>(fn, std::move(name));
+    };
+  }
+
+ private:
+  friend class StateGraph<S>;
+  std::function<detail::NodeFunction<S>(std::string)> make_;
+  bool returns_command_ = false;
+  bool send_only_ = false;
+};
+
+/// Builds a graph over the typed state S: nodes, edges, conditional edges. compile() validates
+/// it and returns an immutable CompiledGraph. Not synchronized: build from one thread.
+template <State S>
+class StateGraph {
+ public:
+  StateGraph() = default;
+
+  /// Adds a node. `fn(const S&)` or `fn(const S&, sg::Context&)` returning Update<S>, Command<S>
+  /// or void; or `fn(const T&, ...)` for a node started only by `sg::Send(name, T{...})`. Throws
+  /// GraphValidationError for a duplicate or reserved name. Node functions may run concurrently.
+  StateGraph& add_node(std::string name, Node<S> node, NodeOptions options = {}) {
+    add_entry(std::move(name), node.make_, node.returns_command_, node.send_only_,
+              std::move(options));
+    return *this;
+  }
+
+  /// Adds a compiled graph over the same state as a node: it starts from this graph's state and
+  /// its final state is this node's update (through this graph's reducers).
+  StateGraph& add_node(std::string name, const CompiledGraph<S>& subgraph,
+                       NodeOptions options = {}) {
+    return add_node(
+        std::move(name), subgraph, [](const S& s) { return Update<S>::from_state(s); },
+        [](const S& out) { return Update<S>::from_state(out); }, std::move(options));
+  }
+
+  /// Adds a compiled graph over another state T as a node: `to_child(const S&) -> Update<T>` is
+  /// its input, `to_parent(const T&) -> Update<S>` turns its final state into this node's update.
+  template <State T, class ToChild, class ToParent>
+  StateGraph& add_node(std::string name, const CompiledGraph<T>& subgraph, ToChild to_child,
+                       ToParent to_parent, NodeOptions options = {}) {
+    auto fn = [subgraph, to_child = std::move(to_child), to_parent = std::move(to_parent)](
+                  const S& state, Context& ctx) -> Command<S> {
+      return subgraph.template run_as_subgraph<S>(to_child(state), ctx, to_parent);
+    };
+    return add_node(std::move(name), Node<S>(std::move(fn)), std::move(options));
+  }
+
+  /// Adds a static edge. `from` may be START; `to` may be END.
+  StateGraph& add_edge(std::string_view from, std::string_view to) {
+    spec_.edges.push_back({std::string(from), std::string(to)});
+    return *this;
+  }
+
+  /// Adds a waiting edge: `to` runs once every node of `from` has finished.
+  StateGraph& add_edge(std::initializer_list<std::string_view> from, std::string_view to) {
+    return add_join(std::vector<std::string>(from.begin(), from.end()), to);
+  }
+  StateGraph& add_edge(std::span<const std::string> from, std::string_view to) {
+    return add_join(std::vector<std::string>(from.begin(), from.end()), to);
+  }
+
+  /// Adds a conditional edge: after `source`, `router(const S&)` (optionally with a Context)
+  /// returns where to go: a node name or END, a list of names, Send(s), or a list of sg::Goto.
+  /// Without destinations the router may return any node.
+  template <class F>
+  StateGraph& add_conditional_edges(std::string_view source, F router) {
+    return add_branch(source, std::move(router), {}, {});
+  }
+  /// ... with the nodes it may return (for validation and drawing).
+  template <class F>
+  StateGraph& add_conditional_edges(std::string_view source, F router,
+                                    std::initializer_list<const char*> destinations) {
+    return add_branch(source, std::move(router),
+                      std::vector<std::string>(destinations.begin(), destinations.end()), {});
+  }
+  template <class F>
+  StateGraph& add_conditional_edges(std::string_view source, F router,
+                                    std::span<const std::string> destinations) {
+    return add_branch(source, std::move(router),
+                      std::vector<std::string>(destinations.begin(), destinations.end()), {});
+  }
+  /// ... with a map from what the router returns to node names.
+  template <class F>
+  StateGraph& add_conditional_edges(std::string_view source, F router, PathMap path_map) {
+    return add_branch(source, std::move(router), {}, std::move(path_map.entries));
+  }
+
+  /// Adds the nodes in order and chains them with edges. Throws GraphValidationError for an
+  /// empty list or a duplicate name.
+  StateGraph& add_sequence(std::vector<std::pair<std::string, Node<S>>> nodes) {
+    if (nodes.empty()) throw GraphValidationError("add_sequence needs at least one node");
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      add_node(nodes[i].first, std::move(nodes[i].second));
+      if (i > 0) add_edge(nodes[i - 1].first, nodes[i].first);
+    }
+    return *this;
+  }
+
+  /// `add_edge(START, node)`.
+  StateGraph& set_entry_point(std::string_view node) { return add_edge(START, node); }
+  /// `add_edge(node, END)`.
+  StateGraph& set_finish_point(std::string_view node) { return add_edge(node, END); }
+
+  /// Validates the graph and freezes it. Throws GraphValidationError (see
+  /// detail::compile_topology).
+  [[nodiscard]] CompiledGraph<S> compile(CompileOptions options = {}) const;
+
+  /// Mermaid flowchart of the graph as built so far.
+  [[nodiscard]] std::string draw_mermaid() const { return detail::draw_mermaid(spec_); }
+
+ private:
+  void add_entry(std::string name, const std::function<detail::NodeFunction<S>(std::string)>& make,
+                 bool returns_command, bool send_only, NodeOptions options) {
+    detail::check_node_name(name);
+    if (spec_.find(name) >= 0) throw GraphValidationError("Node `" + name + "` already present.");
+    if (options.retry && options.retry->max_attempts < 1) {
+      throw GraphValidationError("Node `" + name +
+                                 "`: RetryPolicy::max_attempts must be at least 1");
+    }
+    spec_.nodes.push_back({name, returns_command, options.destinations, send_only});
+    nodes_.push_back({make(name), std::move(options)});
+  }
+
+  StateGraph& add_join(std::vector<std::string> from, std::string_view to) {
+    spec_.joins.push_back({std::move(from), std::string(to)});
+    return *this;
+  }
+
+  template <class F>
+  StateGraph& add_branch(std::string_view source, F router, std::vector<std::string> destinations,
+                         std::map<std::string, std::string> path_map) {
+    spec_.branches.push_back({std::string(source), std::move(destinations), path_map});
+    routers_.push_back(detail::make_router<S>(std::move(router), std::move(path_map)));
+    return *this;
+  }
+
+  detail::GraphSpec spec_;
+  std::vector<detail::NodeEntry<S>> nodes_;
+  std::vector<detail::Router<S>> routers_;
+};
+
+/// A lazily consumed event stream: iterate it (`for (auto& event : app.stream(...))`); the
+/// graph runs on a background thread. After the loop, result() holds the run's outcome; an error
+/// of the run is rethrown by the iteration (at its end) and by result(). Destroying the stream
+/// before the end cancels the run (unless RunConfig::cancellation was given) and waits for it.
+/// Use from one thread.
+template <State S>
+class EventStream {
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<StreamEvent<S>> queue;
+    bool done = false;
+    std::exception_ptr error;
+    std::optional<RunResult<S>> result;
+  };
+
+ public:
+  class iterator {
+   public:
+    using value_type = StreamEvent<S>;
+    using difference_type = std::ptrdiff_t;
+    iterator() = default;
+    explicit iterator(EventStream* owner) : owner_(owner) { advance(); }
+    StreamEvent<S>& operator*() const { return *current_; }
+    StreamEvent<S>* operator->() const { return &*current_; }
+    iterator& operator++() {
+      advance();
+      return *this;
+    }
+    void operator++(int) { advance(); }
+    friend bool operator==(const iterator& it, std::default_sentinel_t) { return !it.current_; }
+
+   private:
+    void advance() {
+      auto& shared = *owner_->shared_;
+      std::unique_lock lock(shared.mu);
+      shared.cv.wait(lock, [&] { return !shared.queue.empty() || shared.done; });
+      if (!shared.queue.empty()) {
+        current_ = std::move(shared.queue.front());
+        shared.queue.pop_front();
+        return;
+      }
+      current_.reset();
+      if (shared.error) std::rethrow_exception(shared.error);
+    }
+    EventStream* owner_ = nullptr;
+    mutable std::optional<StreamEvent<S>> current_;
+  };
+
+  EventStream(const CompiledGraph<S>& graph, Update<S> input, RunConfig config, StreamModes modes)
+      : shared_(std::make_shared<Shared>()) {
+    if (!config.cancellation.can_cancel()) {
+      token_ = CancellationToken::create();
+      config.cancellation = token_;
+    }
+    thread_ = std::thread([shared = shared_, graph, input = std::move(input),
+                           config = std::move(config), modes]() mutable {
+      try {
+        auto result = graph.stream(std::move(input), config, modes, [&](const StreamEvent<S>& e) {
+          {
+            std::lock_guard lock(shared->mu);
+            shared->queue.push_back(e);
+          }
+          shared->cv.notify_all();
+        });
+        std::lock_guard lock(shared->mu);
+        shared->result = std::move(result);
+      } catch (...) {
+        std::lock_guard lock(shared->mu);
+        shared->error = std::current_exception();
+      }
+      {
+        std::lock_guard lock(shared->mu);
+        shared->done = true;
+      }
+      shared->cv.notify_all();
+    });
+  }
+  ~EventStream() {
+    if (thread_.joinable()) {
+      token_.cancel();
+      thread_.join();
+    }
+  }
+  EventStream(const EventStream&) = delete;
+  EventStream& operator=(const EventStream&) = delete;
+
+  [[nodiscard]] iterator begin() { return iterator(this); }
+  [[nodiscard]] std::default_sentinel_t end() const noexcept { return {}; }
+
+  /// Waits for the run and returns its result; rethrows its error.
+  RunResult<S> result() {
+    if (thread_.joinable()) thread_.join();
+    if (shared_->error) std::rethrow_exception(shared_->error);
+    return std::move(*shared_->result);
+  }
+
+ private:
+  std::shared_ptr<Shared> shared_;
+  CancellationToken token_;
+  std::thread thread_;
+};
+
+/// A validated, immutable graph. invoke() and stream() may be called from many threads at once;
+/// each run has its own state. Copies share the compiled graph.
+template <State S>
+class CompiledGraph {
+ public:
+  /// Runs the graph to completion from the empty state, with `input` applied through the
+  /// reducers as the START node's writes. Returns the final state, or an interrupted result.
+  /// Throws GraphRecursionError, NodeError (a node threw; names the node and the step),
+  /// NodeTimeoutError, InvalidUpdateError, CancelledError.
+  RunResult<S> invoke(Update<S> input, const RunConfig& config = {}) const {
+    return run(std::move(input), config, nullptr);
+  }
+
+  /// invoke with a whole state as input (each field through its reducer).
+  RunResult<S> invoke(const S& input, const RunConfig& config = {}) const {
+    return run(Update<S>::from_state(input), config, nullptr);
+  }
+
+  /// invoke with a Command: its update is the input; `resume` needs a checkpointer.
+  RunResult<S> invoke(Command<S> input, const RunConfig& config = {}) const {
+    if (input.resume)
+      throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
+    if (!input.go_to.empty()) {
+      throw Error(errc::kInvalidRun,
+                  "Command(goto=...) as graph input needs a checkpointed thread to continue");
+    }
+    return run(std::move(input.update), config, nullptr);
+  }
+
+  /// Runs like invoke and calls `on_event` for each event of `modes`, in order, on the calling
+  /// thread, as the run produces them (custom events and updates of parallel nodes as they come).
+  RunResult<S> stream(Update<S> input, const RunConfig& config, StreamModes modes,
+                      std::function<void(const StreamEvent<S>&)> on_event) const {
+    detail::StreamSpec<S> spec;
+    spec.modes = modes;
+    spec.sink = [&on_event](StreamEvent<S>&& e) { on_event(e); };
+    return run(std::move(input), config, &spec);
+  }
+
+  /// An iterable stream of the run's events (see EventStream).
+  [[nodiscard]] EventStream<S> stream(Update<S> input, RunConfig config, StreamModes modes) const {
+    return EventStream<S>(*this, std::move(input), std::move(config), modes);
+  }
+
+  /// Mermaid flowchart (LangGraph's style; conditional edges dashed).
+  [[nodiscard]] std::string draw_mermaid() const { return detail::draw_mermaid(def_->spec); }
+  /// Graphviz DOT (conditional edges dashed).
+  [[nodiscard]] std::string draw_dot() const { return detail::draw_dot(def_->spec); }
+  /// The node names, in the order they were added.
+  [[nodiscard]] std::vector<std::string> nodes() const {
+    std::vector<std::string> out;
+    for (const auto& n : def_->spec.nodes) out.push_back(n.name);
+    return out;
+  }
+  [[nodiscard]] const std::string& name() const noexcept { return def_->spec.name; }
+
+  /// Runs this graph as the node of a parent graph over state P (see StateGraph::add_node).
+  template <State P, class ToParent>
+  Command<P> run_as_subgraph(Update<S> input, Context& ctx, const ToParent& to_parent) const {
+    detail::RunHooks& hooks = ctx.run_hooks();
+    RunConfig config = hooks.config();
+    config.interrupt_before.clear();
+    config.interrupt_after.clear();
+    config.checkpoint_ns = (config.checkpoint_ns.empty() ? "" : config.checkpoint_ns + "|") +
+                           std::string(ctx.node()) + ":" + std::string(ctx.task_id());
+    detail::StreamSpec<S> spec;
+    const StreamModes modes = hooks.subgraph_modes();
+    if (!modes.empty()) {
+      spec.modes = modes;
+      spec.ns = hooks.stream_ns();
+      spec.ns.push_back(std::string(ctx.node()) + ":" + std::string(ctx.task_id()));
+      auto* parent_sink = static_cast<detail::EventSink<P>*>(hooks.event_sink());
+      spec.sink = [parent_sink, &hooks](StreamEvent<S>&& e) {
+        if constexpr (std::is_same_v<S, P>) {
+          hooks.deliver(
+              [parent_sink, e = std::move(e)]() mutable { (*parent_sink)(std::move(e)); });
+        } else {
+          if (e.mode != StreamMode::custom && e.mode != StreamMode::debug) return;
+          StreamEvent<P> out;
+          out.mode = e.mode;
+          out.step = e.step;
+          out.node = std::move(e.node);
+          out.ns = std::move(e.ns);
+          out.data = std::move(e.data);
+          hooks.deliver(
+              [parent_sink, out = std::move(out)]() mutable { (*parent_sink)(std::move(out)); });
+        }
+      };
+    }
+    try {
+      RunResult<S> result = run(std::move(input), config, modes.empty() ? nullptr : &spec);
+      if (result.interrupted()) {
+        throw detail::GraphInterrupt{std::move(result.interrupts)};
+      }
+      return detail::to_command<P>(to_parent(result.state));
+    } catch (detail::ParentCommand& pc) {
+      if constexpr (std::is_same_v<S, P>) {
+        return std::any_cast<Command<S>>(std::move(pc.command));
+      } else {
+        throw Error(errc::kInvalidRun,
+                    "a Command to the parent graph needs the parent's state type");
+      }
+    }
+  }
+
+ private:
+  friend class StateGraph<S>;
+  explicit CompiledGraph(std::shared_ptr<const detail::GraphDef<S>> def) : def_(std::move(def)) {}
+
+  RunResult<S> run(Update<S>&& input, const RunConfig& config,
+                   detail::StreamSpec<S>* stream) const {
+    detail::Runner<S> runner(def_, config, stream);
+    try {
+      return runner.run(std::move(input));
+    } catch (detail::ParentCommand&) {
+      if (config.checkpoint_ns.empty()) {
+        throw Error(errc::kInvalidRun,
+                    "a node returned Command{.graph = sg::PARENT} but this graph has no parent");
+      }
+      throw;
+    }
+  }
+
+  std::shared_ptr<const detail::GraphDef<S>> def_;
+};
+
+template <State S>
+CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
+  auto def = std::make_shared<detail::GraphDef<S>>();
+  def->spec = spec_;
+  def->spec.name = options.name;
+  def->topo = detail::compile_topology(spec_, options.interrupt_before, options.interrupt_after);
+  def->nodes = nodes_;
+  def->routers = routers_;
+  def->pool = options.pool ? options.pool : ThreadPool::shared();
+  def->cost_ns = std::make_unique<std::atomic<std::uint32_t>[]>(def->topo.node_count + 1);
+  for (std::size_t i = 0; i <= def->topo.node_count; ++i)
+    def->cost_ns[i].store(detail::kUnknownCost);
+  def->options = std::move(options);
+  return CompiledGraph<S>(std::move(def));
+}
+
+}  // namespace sg

@@ -1,0 +1,109 @@
+#include <stategraph/core/context.hpp>
+#include <stategraph/core/error.hpp>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+
+namespace sg {
+namespace {
+
+thread_local Context* current = nullptr;
+
+/// A stable id for the k-th interrupt of a task.
+std::string interrupt_id(std::string_view task_id, std::size_t index) {
+  std::uint64_t h = 1469598103934665603ULL;
+  for (char c : task_id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  h = (h ^ index) * 1099511628211ULL;
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out(16, '0');
+  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xF];
+  return out;
+}
+
+}  // namespace
+
+struct CancellationToken::State {
+  std::atomic<bool> cancelled{false};
+  std::mutex mu;
+  std::condition_variable cv;
+};
+
+CancellationToken CancellationToken::create() {
+  CancellationToken token;
+  token.state_ = std::make_shared<State>();
+  return token;
+}
+
+void CancellationToken::cancel() const noexcept {
+  if (!state_) return;
+  {
+    std::lock_guard lock(state_->mu);
+    state_->cancelled.store(true, std::memory_order_release);
+  }
+  state_->cv.notify_all();
+}
+
+bool CancellationToken::cancelled() const noexcept {
+  return state_ && state_->cancelled.load(std::memory_order_acquire);
+}
+
+bool CancellationToken::wait_for(std::chrono::duration<double> duration) const {
+  const auto d = std::chrono::duration_cast<std::chrono::steady_clock::duration>(duration);
+  if (!state_) {
+    std::this_thread::sleep_for(d);
+    return false;
+  }
+  std::unique_lock lock(state_->mu);
+  return state_->cv.wait_for(lock, d, [&] { return state_->cancelled.load(); });
+}
+
+nlohmann::json Context::interrupt(nlohmann::json value) const {
+  const std::size_t index = task_->interrupts_seen++;
+  if (index < task_->resume.size()) return task_->resume[index];
+  throw detail::GraphInterrupt{
+      {Interrupt{interrupt_id(task_id(), index), std::move(value), std::string(task_->node)}}};
+}
+
+Context* current_context() noexcept {
+  return current;
+}
+
+nlohmann::json interrupt(nlohmann::json value) {
+  if (!current) throw Error(errc::kInvalidRun, "sg::interrupt() called outside a graph node");
+  return current->interrupt(std::move(value));
+}
+
+detail::CurrentContextGuard::CurrentContextGuard(Context* ctx) noexcept : previous_(current) {
+  current = ctx;
+}
+
+detail::CurrentContextGuard::~CurrentContextGuard() {
+  current = previous_;
+}
+
+bool default_retry_on(const std::exception& error) noexcept {
+  if (dynamic_cast<const std::logic_error*>(&error)) return false;
+  if (dynamic_cast<const InvalidUpdateError*>(&error)) return false;
+  if (dynamic_cast<const GraphValidationError*>(&error)) return false;
+  if (dynamic_cast<const CancelledError*>(&error)) return false;
+  return true;
+}
+
+std::string_view to_string(StreamMode mode) noexcept {
+  switch (mode) {
+    case StreamMode::values:
+      return "values";
+    case StreamMode::updates:
+      return "updates";
+    case StreamMode::custom:
+      return "custom";
+    case StreamMode::debug:
+      return "debug";
+  }
+  return "unknown";
+}
+
+}  // namespace sg
