@@ -162,6 +162,22 @@ void apply_update(S& state, Update<S>&& update, std::string_view writer = {}) {
   });
 }
 
+namespace detail {
+/// Calls `fn(std::integral_constant<std::size_t, I>{})` for the field named `name`. Throws
+/// sg::Error (code "argument.invalid") when no field has that name.
+template <State S, class Fn>
+void visit_field_named(std::string_view name, Fn&& fn) {
+  bool found = false;
+  for_each_field<S>([&](auto i) {
+    if (found || field_t<S, i>::name != name) return;
+    found = true;
+    fn(i);
+  });
+  if (!found)
+    throw Error(errc::kInvalidArgument, "unknown state field '" + std::string(name) + "'");
+}
+}  // namespace detail
+
 /// True when every field of S converts to and from JSON (needed for checkpoints and the JSON
 /// forms below).
 template <State S>
@@ -188,17 +204,13 @@ requires kJsonState<S>
   if (!value.is_object()) throw Error(errc::kInvalidArgument, "a state must be a JSON object");
   S state{};
   for (const auto& [key, field_json] : value.items()) {
-    bool found = false;
-    for_each_field<S>([&](auto i) {
-      if (found || field_t<S, i>::name != key) return;
-      found = true;
+    detail::visit_field_named<S>(key, [&](auto i) {
       try {
         field_value<i>(state) = field_json.template get<typename field_t<S, i>::value_type>();
       } catch (const std::exception& e) {
         throw Error(errc::kInvalidArgument, "state field '" + key + "': " + e.what());
       }
     });
-    if (!found) throw Error(errc::kInvalidArgument, "unknown state field '" + key + "'");
   }
   return state;
 }
@@ -225,10 +237,7 @@ requires kJsonState<S>
   if (!value.is_object()) throw Error(errc::kInvalidArgument, "an update must be a JSON object");
   Update<S> update;
   for (const auto& [key, field_json] : value.items()) {
-    bool found = false;
-    for_each_field<S>([&](auto i) {
-      if (found || field_t<S, i>::name != key) return;
-      found = true;
+    detail::visit_field_named<S>(key, [&](auto i) {
       try {
         update.template slot<i>() =
             write_from_json<typename field_t<S, i>::reducer_type>(field_json);
@@ -236,7 +245,6 @@ requires kJsonState<S>
         throw Error(e.code(), "state field '" + key + "': " + e.what());
       }
     });
-    if (!found) throw Error(errc::kInvalidArgument, "unknown state field '" + key + "'");
   }
   return update;
 }
