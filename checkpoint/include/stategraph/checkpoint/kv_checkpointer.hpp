@@ -1,0 +1,96 @@
+#pragma once
+
+// LangGraph's checkpointer semantics over an ordered key-value store; InMemorySaver and
+// RocksDbSaver are this class over two backends, so they behave the same.
+
+#include <stategraph/core/checkpointer.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sg {
+
+namespace detail {
+
+/// The key spaces of a checkpoint store (RocksDB column families).
+enum class Column : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
+inline constexpr std::size_t kColumnCount = 4;
+
+/// One operation of an atomic batch.
+struct KvOp {
+  enum class Kind : std::uint8_t { put, erase, erase_range };
+  Kind kind = Kind::put;
+  Column column = Column::checkpoints;
+  std::string key;
+  std::string value;  // the value for put; the exclusive end key for erase_range
+};
+
+/// An ordered key-value store with atomic batches. Thread-safe.
+class KvBackend {
+ public:
+  virtual ~KvBackend() = default;
+  /// The value of `key`, or nullopt. Throws CheckpointError on I/O or corruption.
+  [[nodiscard]] virtual std::optional<std::string> get(Column column, std::string_view key) = 0;
+  /// Applies every operation or none.
+  virtual void write(const std::vector<KvOp>& batch) = 0;
+  /// Visits keys in [lower, upper) (upper empty: no bound) ascending, or descending; stops when
+  /// `visit` returns false.
+  virtual void scan(
+      Column column, std::string_view lower, std::string_view upper, bool reverse,
+      const std::function<bool(std::string_view key, std::string_view value)>& visit) = 0;
+};
+
+}  // namespace detail
+
+/// A Checkpointer over a detail::KvBackend. Message lists given as `{"$messages": ...}` are
+/// stored as a per-thread log of messages plus a list of ranges per checkpoint, so a superstep
+/// writes only the messages it added (docs/checkpoint-format.md). Thread-safe.
+class KvCheckpointer : public Checkpointer {
+ public:
+  explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
+  ~KvCheckpointer() override;
+
+  CheckpointConfig put(const CheckpointConfig& config, const Checkpoint& checkpoint,
+                       const nlohmann::json& metadata,
+                       const ChannelVersions& new_versions) override;
+  void put_writes(const CheckpointConfig& config,
+                  const std::vector<std::pair<std::string, nlohmann::json>>& writes,
+                  const std::string& task_id, const std::string& task_path = {}) override;
+  std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override;
+  std::vector<CheckpointTuple> list(const ListOptions& options) override;
+  std::vector<std::string> threads() override;
+  void delete_thread(const std::string& thread_id) override;
+  void copy_thread(const std::string& source, const std::string& target) override;
+  void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) override;
+
+  /// The namespaces of a thread with at least one checkpoint, sorted.
+  [[nodiscard]] std::vector<std::string> namespaces(const std::string& thread_id);
+
+ protected:
+  [[nodiscard]] detail::KvBackend& kv() noexcept { return *kv_; }
+
+ private:
+  struct Record;
+  std::optional<Record> read_record(const std::string& thread, const std::string& ns,
+                                    std::string_view key, std::string_view value);
+  CheckpointTuple to_tuple(const std::string& thread, const std::string& ns, Record record,
+                           bool values);
+  nlohmann::json read_channel(const std::string& thread, const std::string& ns,
+                              const std::string& checkpoint_id, const std::string& channel,
+                              std::int64_t version, bool& present);
+  std::uint64_t next_seq(const std::string& log_prefix);
+  void forget_seqs(const std::string& thread_prefix);
+
+  std::unique_ptr<detail::KvBackend> kv_;
+  std::mutex write_mu_;                            // serializes writers (read-modify-write)
+  std::map<std::string, std::uint64_t> next_seq_;  // guarded by write_mu_
+};
+
+}  // namespace sg

@@ -1,0 +1,21 @@
+#pragma once
+
+#include <stategraph/checkpoint/kv_checkpointer.hpp>
+
+namespace sg {
+
+/// A checkpointer that keeps everything in memory (LangGraph's InMemorySaver / MemorySaver):
+/// for tests, short-lived processes and benchmarks. Same semantics and storage layout as
+/// RocksDbSaver; nothing survives the process. Thread-safe.
+class InMemorySaver final : public KvCheckpointer {
+ public:
+  InMemorySaver();
+  /// Bytes of keys and values held (the serialized size of everything stored).
+  [[nodiscard]] std::size_t stored_bytes() const;
+
+ private:
+  class Backend;
+  Backend* backend_;
+};
+
+}  // namespace sg

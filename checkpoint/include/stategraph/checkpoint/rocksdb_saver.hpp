@@ -1,0 +1,49 @@
+#pragma once
+
+#include <stategraph/checkpoint/kv_checkpointer.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sg {
+
+/// Options of RocksDbSaver::open.
+struct RocksDbOptions {
+  /// fsync each write (survives power loss; slower). Without it a write survives a crash of the
+  /// process once it returns (it is in the OS), not a crash of the machine.
+  bool fsync = false;
+  bool create_if_missing = true;
+};
+
+/// A checkpointer in a RocksDB database (column families checkpoints, writes, blobs, messages).
+/// Each put, put_writes, delete_thread, copy_thread and prune is one atomic write batch.
+/// Message lists are stored as a log plus ranges, so bytes written per superstep do not grow
+/// with the conversation. Safe for many threads of one process; a second process (or a second
+/// open in this one) gets a CheckpointError (code "checkpoint.locked"). Graphs use durability
+/// sync with it by default.
+class RocksDbSaver final : public KvCheckpointer {
+ public:
+  /// Opens (or creates) the database at `path`. Throws CheckpointError (codes
+  /// "checkpoint.locked" when another process holds it, "checkpoint.io" otherwise).
+  [[nodiscard]] static std::shared_ptr<RocksDbSaver> open(const std::string& path,
+                                                          RocksDbOptions options = {});
+
+  ~RocksDbSaver() override;
+
+  [[nodiscard]] Durability default_durability() const noexcept override { return Durability::sync; }
+  /// The database directory.
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  /// Writes memtables to table files (after this, everything is in SST files).
+  void flush();
+  /// Bytes of the database directory on disk.
+  [[nodiscard]] std::uint64_t disk_bytes() const;
+
+ private:
+  class Backend;
+  RocksDbSaver(std::unique_ptr<Backend> backend, std::string path);
+  Backend* backend_;
+  std::string path_;
+};
+
+}  // namespace sg

@@ -1,0 +1,633 @@
+// Checkpointer semantics over an ordered key-value store. Layout (docs/checkpoint-format.md):
+//
+//   checkpoints  T\0NS\0ID                  -> record {checkpoint (no values), metadata, parent}
+//   writes       T\0NS\0ID\0TASK\0IDX        -> {channel, value, task_path}
+//   blobs        T\0NS\0CHANNEL\0VERSION     -> a channel value (JSON), a message view (ranges of
+//                                               log sequence numbers), or "empty"
+//   messages     T\0NS\0CHANNEL\0SEQ         -> one message of the channel's log
+//
+// Every value is an envelope: "SG", format version, kind, CRC-32 of the payload, CBOR payload.
+#include <stategraph/checkpoint/kv_checkpointer.hpp>
+
+#include <boost/crc.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <set>
+
+namespace sg {
+
+using detail::Column;
+using detail::KvOp;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::uint8_t kFormatVersion = 1;
+constexpr char kRecord = 'c';
+constexpr char kWrite = 'w';
+constexpr char kJsonBlob = 'j';
+constexpr char kViewBlob = 'v';
+constexpr char kEmptyBlob = 'e';
+constexpr char kLogEntry = 'm';
+constexpr std::string_view kMessagesKey = "$messages";
+
+[[noreturn]] void invalid(const std::string& message) {
+  throw CheckpointError(errc::kCheckpointInvalid, message);
+}
+
+void check_name(std::string_view what, std::string_view value) {
+  if (value.find('\0') != std::string_view::npos)
+    invalid(fmt::format("{} must not contain a NUL character", what));
+}
+
+std::string prefix_of(std::string_view thread, std::string_view ns) {
+  std::string key;
+  key.reserve(thread.size() + ns.size() + 2);
+  key.append(thread).push_back('\0');
+  key.append(ns).push_back('\0');
+  return key;
+}
+
+std::string thread_prefix(std::string_view thread) {
+  std::string key(thread);
+  key.push_back('\0');
+  return key;
+}
+
+/// The exclusive end of the keys that start with `prefix`.
+std::string prefix_end(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xFF) prefix.pop_back();
+  if (!prefix.empty())
+    prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
+}
+
+void append_u64(std::string& out, std::uint64_t v) {
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xFF));
+}
+
+std::uint64_t read_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < 8 && i < s.size(); ++i)
+    v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+/// Signed numbers sort as their unsigned encodings after flipping the sign bit.
+void append_i64(std::string& out, std::int64_t v) {
+  append_u64(out, static_cast<std::uint64_t>(v) ^ (1ULL << 63));
+}
+
+std::string blob_key(const std::string& prefix, std::string_view channel, std::int64_t version) {
+  std::string key = prefix;
+  key.append(channel).push_back('\0');
+  append_i64(key, version);
+  return key;
+}
+
+std::string log_prefix(const std::string& prefix, std::string_view channel) {
+  std::string key = prefix;
+  key.append(channel).push_back('\0');
+  return key;
+}
+
+std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
+                      std::string_view task_id, int idx) {
+  std::string key = prefix;
+  key.append(checkpoint_id).push_back('\0');
+  key.append(task_id).push_back('\0');
+  append_i64(key, idx);
+  return key;
+}
+
+std::uint32_t crc32(std::string_view payload) {
+  boost::crc_32_type crc;
+  crc.process_bytes(payload.data(), payload.size());
+  return crc.checksum();
+}
+
+std::string envelope(char kind, const json& payload) {
+  const std::vector<std::uint8_t> cbor = json::to_cbor(payload);
+  const std::string_view body(reinterpret_cast<const char*>(cbor.data()), cbor.size());
+  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind};
+  const std::uint32_t crc = crc32(body);
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (i * 8)) & 0xFF));
+  out.append(body);
+  return out;
+}
+
+/// Where a record came from, for error messages.
+struct Origin {
+  std::string_view thread;
+  std::string_view checkpoint;
+  std::string what;
+};
+
+[[noreturn]] void corrupt(const Origin& o, const std::string& detail) {
+  throw CheckpointError(errc::kCheckpointCorrupt,
+                        fmt::format("corrupt {} of thread '{}', checkpoint '{}': {}", o.what,
+                                    o.thread, o.checkpoint, detail));
+}
+
+json open_envelope(std::string_view data, char expected_kind, const Origin& origin,
+                   char* kind_out = nullptr) {
+  if (data.size() < 8 || data[0] != 'S' || data[1] != 'G')
+    corrupt(origin, "not a stategraph record");
+  const auto version = static_cast<std::uint8_t>(data[2]);
+  if (version != kFormatVersion) {
+    throw CheckpointError(
+        errc::kCheckpointCorrupt,
+        fmt::format(
+            "unknown format version {} in the {} of thread '{}', checkpoint '{}' (this build "
+            "reads version {})",
+            version, origin.what, origin.thread, origin.checkpoint, kFormatVersion));
+  }
+  const char kind = data[3];
+  if (kind_out) {
+    *kind_out = kind;
+  } else if (kind != expected_kind) {
+    corrupt(origin, fmt::format("record kind '{}' where '{}' was expected", kind, expected_kind));
+  }
+  std::uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i)
+    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(data[4 + i])) << (i * 8);
+  const std::string_view body = data.substr(8);
+  if (crc32(body) != stored) corrupt(origin, "checksum mismatch");
+  try {
+    return json::from_cbor(body.begin(), body.end());
+  } catch (const json::exception& e) {
+    corrupt(origin, e.what());
+  }
+}
+
+/// Half-open ranges of log sequence numbers: the messages of a list, in order.
+using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+void push_range(Ranges& ranges, std::uint64_t from, std::uint64_t to) {
+  if (from >= to) return;
+  if (!ranges.empty() && ranges.back().second == from) {
+    ranges.back().second = to;
+  } else {
+    ranges.emplace_back(from, to);
+  }
+}
+
+Ranges ranges_from_json(const json& view, const Origin& origin) {
+  Ranges out;
+  try {
+    for (const auto& r : view.at("ranges"))
+      out.emplace_back(r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint64_t>());
+  } catch (const json::exception& e) {
+    corrupt(origin, e.what());
+  }
+  return out;
+}
+
+json ranges_to_json(const Ranges& ranges) {
+  json list = json::array();
+  for (const auto& [a, b] : ranges) list.push_back(json::array({a, b}));
+  return json{{"ranges", std::move(list)}};
+}
+
+/// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.
+void map_positions(const Ranges& base, std::uint64_t from, std::uint64_t to, Ranges& out) {
+  std::uint64_t position = 0;
+  for (const auto& [a, b] : base) {
+    const std::uint64_t len = b - a;
+    const std::uint64_t lo = std::max(from, position);
+    const std::uint64_t hi = std::min(to, position + len);
+    if (lo < hi) push_range(out, a + (lo - position), a + (hi - position));
+    position += len;
+    if (position >= to) break;
+  }
+  if (to > position)
+    invalid(fmt::format("$messages: base positions [{}, {}) beyond the base list of {} messages",
+                        from, to, position));
+}
+
+/// Runs `read`, adding the thread and checkpoint to storage errors that do not name them.
+template <class F>
+auto in_context(std::string_view thread, std::string_view checkpoint, F&& read) {
+  try {
+    return read();
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    if (what.find("thread '") != std::string::npos) throw;
+    throw CheckpointError(e.code(),
+                          fmt::format("reading thread '{}', checkpoint '{}': {}", thread,
+                                      checkpoint.empty() ? "(latest)" : checkpoint, what));
+  }
+}
+
+bool matches_filter(const json& metadata, const json& filter) {
+  if (!filter.is_object()) return true;
+  for (const auto& [key, value] : filter.items()) {
+    auto it = metadata.find(key);
+    if (it == metadata.end() || *it != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+struct KvCheckpointer::Record {
+  std::string id;
+  Checkpoint checkpoint;
+  json metadata;
+  std::string parent;
+};
+
+KvCheckpointer::KvCheckpointer(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
+KvCheckpointer::~KvCheckpointer() = default;
+
+std::uint64_t KvCheckpointer::next_seq(const std::string& prefix) {
+  auto it = next_seq_.find(prefix);
+  if (it != next_seq_.end()) return it->second;
+  std::uint64_t next = 0;
+  kv_->scan(Column::messages, prefix, prefix_end(prefix), true,
+            [&](std::string_view key, std::string_view) {
+              next = read_u64(key.substr(prefix.size())) + 1;
+              return false;
+            });
+  next_seq_[prefix] = next;
+  return next;
+}
+
+void KvCheckpointer::forget_seqs(const std::string& thread_key) {
+  for (auto it = next_seq_.begin(); it != next_seq_.end();) {
+    it = it->first.rfind(thread_key, 0) == 0 ? next_seq_.erase(it) : std::next(it);
+  }
+}
+
+CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,
+                                     const json& metadata, const ChannelVersions& new_versions) {
+  if (config.thread_id.empty()) invalid("put: the config needs a thread_id");
+  if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
+  check_name("thread_id", config.thread_id);
+  check_name("checkpoint_ns", config.checkpoint_ns);
+  const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
+  const Origin origin{config.thread_id, checkpoint.id, "checkpoint"};
+
+  std::lock_guard lock(write_mu_);
+  std::vector<KvOp> batch;
+  std::map<std::string, std::uint64_t> seqs_after;  // log counters this batch advances
+  for (const auto& [channel, version] : new_versions) {
+    check_name("channel", channel);
+    const std::string key = blob_key(prefix, channel, version);
+    auto value = checkpoint.channel_values.find(channel);
+    if (value == checkpoint.channel_values.end()) {
+      batch.push_back({KvOp::Kind::put, Column::blobs, key, envelope(kEmptyBlob, json())});
+      continue;
+    }
+    if (!value->is_object() || !value->contains(kMessagesKey)) {
+      batch.push_back({KvOp::Kind::put, Column::blobs, key, envelope(kJsonBlob, *value)});
+      continue;
+    }
+    // An incremental message list: base positions and new messages -> log ranges.
+    const json& spec = (*value)[kMessagesKey];
+    Ranges base;
+    if (spec.contains("base") && !spec["base"].is_null()) {
+      auto stored =
+          kv_->get(Column::blobs, blob_key(prefix, channel, spec["base"].get<std::int64_t>()));
+      if (!stored)
+        invalid(fmt::format("$messages: channel '{}' has no version {} to build on", channel,
+                            spec["base"].dump()));
+      base = ranges_from_json(
+          open_envelope(*stored, kViewBlob, {config.thread_id, checkpoint.id, "message view"}),
+          origin);
+    }
+    const std::string log = log_prefix(prefix, channel);
+    std::uint64_t seq = seqs_after.count(log) ? seqs_after[log] : next_seq(log);
+    Ranges ranges;
+    for (const json& item : spec.value("items", json::array())) {
+      if (item.is_array()) {
+        map_positions(base, item.at(0).get<std::uint64_t>(), item.at(1).get<std::uint64_t>(),
+                      ranges);
+      } else {
+        std::string key_seq = log;
+        append_u64(key_seq, seq);
+        batch.push_back(
+            {KvOp::Kind::put, Column::messages, std::move(key_seq), envelope(kLogEntry, item)});
+        push_range(ranges, seq, seq + 1);
+        ++seq;
+      }
+    }
+    seqs_after[log] = seq;
+    batch.push_back(
+        {KvOp::Kind::put, Column::blobs, key, envelope(kViewBlob, ranges_to_json(ranges))});
+  }
+  json record{{"checkpoint",
+               {{"v", checkpoint.v},
+                {"id", checkpoint.id},
+                {"ts", checkpoint.ts},
+                {"channel_versions", checkpoint.channel_versions},
+                {"versions_seen", checkpoint.versions_seen}}},
+              {"metadata", metadata.is_null() ? json::object() : metadata},
+              {"parent", config.checkpoint_id}};
+  batch.push_back(
+      {KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id, envelope(kRecord, record)});
+  kv_->write(batch);
+  for (const auto& [log, seq] : seqs_after) next_seq_[log] = seq;
+  return CheckpointConfig{config.thread_id, config.checkpoint_ns, checkpoint.id};
+}
+
+void KvCheckpointer::put_writes(const CheckpointConfig& config,
+                                const std::vector<std::pair<std::string, json>>& writes,
+                                const std::string& task_id, const std::string& task_path) {
+  if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
+  if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
+  check_name("thread_id", config.thread_id);
+  check_name("task_id", task_id);
+  const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
+  std::lock_guard lock(write_mu_);
+  std::vector<KvOp> batch;
+  for (std::size_t i = 0; i < writes.size(); ++i) {
+    const auto& [channel, value] = writes[i];
+    const auto special = special_write_index(channel);
+    const int idx = special ? *special : static_cast<int>(i);
+    std::string key = write_key(prefix, config.checkpoint_id, task_id, idx);
+    if (!special && kv_->get(Column::writes, key))
+      continue;  // a re-run task cannot change saved writes
+    batch.push_back(
+        {KvOp::Kind::put, Column::writes, std::move(key),
+         envelope(kWrite, json{{"channel", channel}, {"value", value}, {"task_path", task_path}})});
+  }
+  if (!batch.empty()) kv_->write(batch);
+}
+
+std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::string& thread,
+                                                                  const std::string& ns,
+                                                                  std::string_view key,
+                                                                  std::string_view value) {
+  const std::string id(key.substr(prefix_of(thread, ns).size()));
+  const json data = open_envelope(value, kRecord, {thread, id, "checkpoint"});
+  Record r;
+  r.id = id;
+  try {
+    const json& c = data.at("checkpoint");
+    r.checkpoint.v = c.at("v").get<int>();
+    r.checkpoint.id = c.at("id").get<std::string>();
+    r.checkpoint.ts = c.at("ts").get<std::string>();
+    r.checkpoint.channel_versions = c.at("channel_versions").get<ChannelVersions>();
+    r.checkpoint.versions_seen =
+        c.at("versions_seen").get<std::map<std::string, ChannelVersions>>();
+    r.metadata = data.at("metadata");
+    r.parent = data.at("parent").get<std::string>();
+  } catch (const json::exception& e) {
+    corrupt({thread, id, "checkpoint"}, e.what());
+  }
+  return r;
+}
+
+json KvCheckpointer::read_channel(const std::string& thread, const std::string& ns,
+                                  const std::string& checkpoint_id, const std::string& channel,
+                                  std::int64_t version, bool& present) {
+  const std::string prefix = prefix_of(thread, ns);
+  auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
+  present = false;
+  if (!stored) return json();
+  const Origin origin{thread, checkpoint_id, "value of channel '" + channel + "'"};
+  char kind = 0;
+  json value = open_envelope(*stored, 0, origin, &kind);
+  if (kind == kEmptyBlob) return json();
+  present = true;
+  if (kind == kJsonBlob) return value;
+  if (kind != kViewBlob) corrupt(origin, fmt::format("record kind '{}'", kind));
+  const Ranges ranges = ranges_from_json(value, origin);
+  const std::string log = log_prefix(prefix, channel);
+  json messages = json::array();
+  for (const auto& [a, b] : ranges) {
+    std::string lo = log;
+    append_u64(lo, a);
+    std::string hi = log;
+    append_u64(hi, b);
+    std::uint64_t expected = a;
+    kv_->scan(Column::messages, lo, hi, false, [&](std::string_view key, std::string_view data) {
+      const std::uint64_t seq = read_u64(key.substr(log.size()));
+      if (seq != expected)
+        corrupt(origin, fmt::format("message {} of the log is missing", expected));
+      messages.push_back(open_envelope(data, kLogEntry, origin));
+      ++expected;
+      return true;
+    });
+    if (expected != b) corrupt(origin, fmt::format("message {} of the log is missing", expected));
+  }
+  return messages;
+}
+
+CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::string& ns,
+                                         Record record, bool values) {
+  CheckpointTuple t;
+  t.config = CheckpointConfig{thread, ns, record.id};
+  t.checkpoint = std::move(record.checkpoint);
+  t.metadata = std::move(record.metadata);
+  if (!record.parent.empty()) t.parent_config = CheckpointConfig{thread, ns, record.parent};
+  if (values) {
+    for (const auto& [channel, version] : t.checkpoint.channel_versions) {
+      bool present = false;
+      json value = read_channel(thread, ns, record.id, channel, version, present);
+      if (present) t.checkpoint.channel_values[channel] = std::move(value);
+    }
+  }
+  std::string lo = prefix_of(thread, ns) + record.id;
+  lo.push_back('\0');
+  kv_->scan(
+      Column::writes, lo, prefix_end(lo), false, [&](std::string_view key, std::string_view data) {
+        const std::string_view rest = key.substr(lo.size());
+        const std::string task_id(rest.substr(0, rest.find('\0')));
+        const json w = open_envelope(data, kWrite, {thread, record.id, "pending write"});
+        t.pending_writes.push_back(
+            PendingWrite{task_id, w.value("channel", std::string()), w.value("value", json())});
+        return true;
+      });
+  return t;
+}
+
+std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig& config) {
+  if (config.thread_id.empty()) return std::nullopt;
+  return in_context(
+      config.thread_id, config.checkpoint_id, [&]() -> std::optional<CheckpointTuple> {
+        const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
+        std::optional<Record> record;
+        if (!config.checkpoint_id.empty()) {
+          auto stored = kv_->get(Column::checkpoints, prefix + config.checkpoint_id);
+          if (!stored) return std::nullopt;
+          record = read_record(config.thread_id, config.checkpoint_ns,
+                               prefix + config.checkpoint_id, *stored);
+        } else {
+          kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
+                    [&](std::string_view key, std::string_view value) {
+                      record = read_record(config.thread_id, config.checkpoint_ns, key, value);
+                      return false;
+                    });
+        }
+        if (!record) return std::nullopt;
+        return to_tuple(config.thread_id, config.checkpoint_ns, std::move(*record), true);
+      });
+}
+
+std::vector<std::string> KvCheckpointer::threads() {
+  std::vector<std::string> out;
+  std::string from;
+  for (;;) {
+    std::optional<std::string> found;
+    kv_->scan(Column::checkpoints, from, {}, false, [&](std::string_view key, std::string_view) {
+      found = std::string(key.substr(0, key.find('\0')));
+      return false;
+    });
+    if (!found) break;
+    out.push_back(*found);
+    from = prefix_end(thread_prefix(*found));
+  }
+  return out;
+}
+
+std::vector<std::string> KvCheckpointer::namespaces(const std::string& thread_id) {
+  std::vector<std::string> out;
+  const std::string tp = thread_prefix(thread_id);
+  std::string from = tp;
+  const std::string end = prefix_end(tp);
+  for (;;) {
+    std::optional<std::string> found;
+    kv_->scan(Column::checkpoints, from, end, false, [&](std::string_view key, std::string_view) {
+      const std::string_view rest = key.substr(tp.size());
+      found = std::string(rest.substr(0, rest.find('\0')));
+      return false;
+    });
+    if (!found) break;
+    out.push_back(*found);
+    from = prefix_end(prefix_of(thread_id, *found));
+  }
+  return out;
+}
+
+std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
+  std::vector<std::pair<std::string, std::string>> groups;
+  const std::vector<std::string> thread_ids =
+      options.thread_id ? std::vector<std::string>{*options.thread_id} : threads();
+  for (const auto& thread : thread_ids) {
+    if (options.checkpoint_ns) {
+      groups.emplace_back(thread, *options.checkpoint_ns);
+    } else {
+      for (auto& ns : namespaces(thread)) groups.emplace_back(thread, std::move(ns));
+    }
+  }
+  const std::size_t limit = options.limit.value_or(std::numeric_limits<std::size_t>::max());
+  std::vector<CheckpointTuple> out;
+  for (const auto& [thread, ns] : groups) {
+    const std::string prefix = prefix_of(thread, ns);
+    const std::string upper = options.before ? prefix + *options.before : prefix_end(prefix);
+    std::size_t taken = 0;
+    in_context(thread, options.before.value_or(""), [&] {
+      kv_->scan(Column::checkpoints, prefix, upper, true,
+                [&](std::string_view key, std::string_view value) {
+                  auto record = read_record(thread, ns, key, value);
+                  if (!matches_filter(record->metadata, options.filter)) return true;
+                  out.push_back(to_tuple(thread, ns, std::move(*record), options.include_values));
+                  return ++taken < limit;
+                });
+    });
+  }
+  if (groups.size() > 1) {
+    std::stable_sort(out.begin(), out.end(),
+                     [](const CheckpointTuple& a, const CheckpointTuple& b) {
+                       return a.config.checkpoint_id > b.config.checkpoint_id;
+                     });
+    if (out.size() > limit) out.resize(limit);
+  }
+  return out;
+}
+
+void KvCheckpointer::delete_thread(const std::string& thread_id) {
+  check_name("thread_id", thread_id);
+  const std::string tp = thread_prefix(thread_id);
+  std::lock_guard lock(write_mu_);
+  std::vector<KvOp> batch;
+  for (std::size_t c = 0; c < detail::kColumnCount; ++c) {
+    batch.push_back({KvOp::Kind::erase_range, static_cast<Column>(c), tp, prefix_end(tp)});
+  }
+  kv_->write(batch);
+  forget_seqs(tp);
+}
+
+void KvCheckpointer::copy_thread(const std::string& source, const std::string& target) {
+  check_name("thread_id", source);
+  check_name("thread_id", target);
+  if (source == target) return;
+  const std::string from = thread_prefix(source);
+  const std::string to = thread_prefix(target);
+  std::lock_guard lock(write_mu_);
+  std::vector<KvOp> batch;
+  for (std::size_t c = 0; c < detail::kColumnCount; ++c) {
+    const auto column = static_cast<Column>(c);
+    batch.push_back({KvOp::Kind::erase_range, column, to, prefix_end(to)});
+    kv_->scan(column, from, prefix_end(from), false,
+              [&](std::string_view key, std::string_view value) {
+                batch.push_back({KvOp::Kind::put, column, to + std::string(key.substr(from.size())),
+                                 std::string(value)});
+                return true;
+              });
+  }
+  kv_->write(batch);
+  forget_seqs(to);
+}
+
+void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) {
+  if (strategy == PruneStrategy::delete_all) {
+    for (const auto& t : thread_ids) delete_thread(t);
+    return;
+  }
+  for (const auto& thread : thread_ids) {
+    for (const auto& ns : namespaces(thread)) {
+      auto latest = get_tuple(CheckpointConfig{thread, ns, {}});
+      if (!latest) continue;
+      const std::string prefix = prefix_of(thread, ns);
+      const std::string& keep_id = latest->config.checkpoint_id;
+      std::lock_guard lock(write_mu_);
+      std::vector<KvOp> batch;
+      // Older checkpoints and their writes.
+      batch.push_back({KvOp::Kind::erase_range, Column::checkpoints, prefix, prefix + keep_id});
+      batch.push_back({KvOp::Kind::erase_range, Column::writes, prefix, prefix + keep_id});
+      // Values the kept checkpoint does not use; log messages its views do not reference.
+      std::map<std::string, std::set<std::uint64_t>> keep_seqs;
+      kv_->scan(
+          Column::blobs, prefix, prefix_end(prefix), false,
+          [&](std::string_view key, std::string_view data) {
+            const std::string_view rest = key.substr(prefix.size());
+            const std::string channel(rest.substr(0, rest.find('\0')));
+            const auto version =
+                static_cast<std::int64_t>(read_u64(rest.substr(channel.size() + 1)) ^ (1ULL << 63));
+            auto used = latest->checkpoint.channel_versions.find(channel);
+            if (used == latest->checkpoint.channel_versions.end() || used->second != version) {
+              batch.push_back({KvOp::Kind::erase, Column::blobs, std::string(key), {}});
+              return true;
+            }
+            char kind = 0;
+            const json value = open_envelope(
+                data, 0, {thread, keep_id, "value of channel '" + channel + "'"}, &kind);
+            if (kind == kViewBlob) {
+              for (const auto& [a, b] :
+                   ranges_from_json(value, {thread, keep_id, "message view"})) {
+                for (std::uint64_t s = a; s < b; ++s) keep_seqs[channel].insert(s);
+              }
+            }
+            return true;
+          });
+      kv_->scan(Column::messages, prefix, prefix_end(prefix), false,
+                [&](std::string_view key, std::string_view) {
+                  const std::string_view rest = key.substr(prefix.size());
+                  const std::string channel(rest.substr(0, rest.find('\0')));
+                  const std::uint64_t seq = read_u64(rest.substr(channel.size() + 1));
+                  auto kept = keep_seqs.find(channel);
+                  if (kept == keep_seqs.end() || !kept->second.contains(seq)) {
+                    batch.push_back({KvOp::Kind::erase, Column::messages, std::string(key), {}});
+                  }
+                  return true;
+                });
+      kv_->write(batch);
+    }
+  }
+}
+
+}  // namespace sg

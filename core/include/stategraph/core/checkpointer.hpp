@@ -1,0 +1,166 @@
+#pragma once
+
+// The checkpointer interface (LangGraph's BaseCheckpointSaver) and its data. Implementations:
+// sg::InMemorySaver and sg::RocksDbSaver (module sg::checkpoint).
+
+#include <stategraph/core/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sg {
+
+/// A checkpoint could not be stored or read: a corrupt or unknown record, a database in use by
+/// another process, an I/O failure, or a bad argument. The message names the thread and the
+/// checkpoint. Codes "checkpoint.corrupt", "checkpoint.io", "checkpoint.locked",
+/// "checkpoint.invalid".
+class CheckpointError : public Error {
+ public:
+  CheckpointError(std::string_view code, const std::string& message) : Error(code, message) {}
+};
+
+namespace errc {
+inline constexpr std::string_view kCheckpointCorrupt = "checkpoint.corrupt";
+inline constexpr std::string_view kCheckpointIo = "checkpoint.io";
+inline constexpr std::string_view kCheckpointLocked = "checkpoint.locked";
+inline constexpr std::string_view kCheckpointInvalid = "checkpoint.invalid";
+}  // namespace errc
+
+/// Names a thread, a namespace in it ("" for the root graph) and optionally a checkpoint (empty:
+/// the latest). LangGraph's `config["configurable"]`.
+struct CheckpointConfig {
+  std::string thread_id{};
+  std::string checkpoint_ns{};
+  std::string checkpoint_id{};
+
+  friend bool operator==(const CheckpointConfig&, const CheckpointConfig&) = default;
+};
+
+/// Channel name -> version. A channel gets a new version whenever it is written.
+using ChannelVersions = std::map<std::string, std::int64_t>;
+
+/// A snapshot of a graph's channels. `id` is time-ordered (ids sort by creation time);
+/// `channel_values` holds a value for each channel that has one. On put, a message-list channel
+/// may be given incrementally as `{"$messages": {"base": V, "items": [...]}}` (see
+/// docs/checkpoint-format.md); reads always return plain values.
+struct Checkpoint {
+  int v = 4;
+  std::string id{};
+  std::string ts{};
+  nlohmann::json channel_values = nlohmann::json::object();
+  ChannelVersions channel_versions{};
+  std::map<std::string, ChannelVersions> versions_seen{};
+};
+
+/// A write of a task, saved against a checkpoint before the superstep ends.
+struct PendingWrite {
+  std::string task_id;
+  std::string channel;
+  nlohmann::json value;
+
+  friend bool operator==(const PendingWrite&, const PendingWrite&) = default;
+};
+
+/// A checkpoint with its config, metadata (`source`, `step`, `parents`, `run_id`, user keys),
+/// the config of its parent, and the writes saved against it.
+struct CheckpointTuple {
+  CheckpointConfig config;
+  Checkpoint checkpoint;
+  nlohmann::json metadata = nlohmann::json::object();
+  std::optional<CheckpointConfig> parent_config;
+  std::vector<PendingWrite> pending_writes;
+};
+
+/// Which checkpoints list() returns.
+struct ListOptions {
+  /// One thread, or every thread when absent.
+  std::optional<std::string> thread_id{};
+  /// One namespace ("" is the root), or every namespace when absent.
+  std::optional<std::string> checkpoint_ns{};
+  /// Exact match on each key of this JSON object in the metadata.
+  nlohmann::json filter{};
+  /// Only checkpoints with an id strictly smaller than this.
+  std::optional<std::string> before{};
+  std::optional<std::size_t> limit{};
+  /// Resolve channel values (false: config, metadata and writes only; faster).
+  bool include_values = true;
+};
+
+/// When a run's checkpoints become durable. sync: each superstep's checkpoint is stored before
+/// the next superstep starts. async: stored in the background while the next superstep runs
+/// (in order). exit: only when the run ends, stops at an interrupt, or fails.
+enum class Durability : std::uint8_t { sync, async, exit };
+
+/// prune(): keep each namespace's newest checkpoint (with its writes), or delete everything.
+enum class PruneStrategy : std::uint8_t { keep_latest, delete_all };
+
+/// Special write channels: a task's error, interrupts, resume values, scheduled marker.
+inline constexpr std::string_view kErrorChannel = "__error__";
+inline constexpr std::string_view kInterruptChannel = "__interrupt__";
+inline constexpr std::string_view kResumeChannel = "__resume__";
+inline constexpr std::string_view kScheduledChannel = "__scheduled__";
+
+/// The write index of a special channel (negative; upserted), or nullopt for a regular channel
+/// (indexed by position; insert-if-absent). LangGraph's WRITES_IDX_MAP.
+[[nodiscard]] std::optional<int> special_write_index(std::string_view channel) noexcept;
+
+/// A new time-ordered checkpoint id (a UUID version 6 string whose clock sequence encodes
+/// `step`), strictly greater than every id made before in this process. Thread-safe.
+[[nodiscard]] std::string new_checkpoint_id(int step);
+
+/// The current time as ISO-8601 UTC with microseconds ("2026-11-22T03:04:05.123456+00:00").
+[[nodiscard]] std::string iso_timestamp_now();
+
+/// Stores checkpoints of graph threads (LangGraph's BaseCheckpointSaver). Implementations are
+/// safe to call from many threads at once.
+class Checkpointer {
+ public:
+  virtual ~Checkpointer() = default;
+
+  /// Stores `checkpoint` under `config.thread_id` / `config.checkpoint_ns`; `config.checkpoint_id`
+  /// (if any) becomes its parent. Only the channels in `new_versions` are written; the others are
+  /// read from earlier checkpoints. Returns {thread_id, checkpoint_ns, checkpoint.id}. Throws
+  /// CheckpointError (code "checkpoint.invalid") without a thread_id or checkpoint id.
+  virtual CheckpointConfig put(const CheckpointConfig& config, const Checkpoint& checkpoint,
+                               const nlohmann::json& metadata,
+                               const ChannelVersions& new_versions) = 0;
+
+  /// Saves a task's writes against the checkpoint `config` names. Regular writes are kept if
+  /// already present for (task_id, index); special channels (kErrorChannel, ...) replace.
+  /// Throws CheckpointError without a thread_id or checkpoint_id.
+  virtual void put_writes(const CheckpointConfig& config,
+                          const std::vector<std::pair<std::string, nlohmann::json>>& writes,
+                          const std::string& task_id, const std::string& task_path = {}) = 0;
+
+  /// The checkpoint `config` names, or the thread's latest in the namespace; nullopt if none.
+  virtual std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) = 0;
+
+  /// Checkpoints newest first (see ListOptions).
+  virtual std::vector<CheckpointTuple> list(const ListOptions& options) = 0;
+
+  /// Every thread id with at least one checkpoint, sorted.
+  virtual std::vector<std::string> threads() = 0;
+
+  /// Removes every checkpoint, write and stored value of a thread, in all namespaces. A thread
+  /// that does not exist is not an error.
+  virtual void delete_thread(const std::string& thread_id) = 0;
+
+  /// Copies every checkpoint, write and value of `source` to `target` (which is replaced).
+  virtual void copy_thread(const std::string& source, const std::string& target) = 0;
+
+  /// Reclaims space: keeps each namespace's newest checkpoint with its pending writes (so an
+  /// interrupted run can still resume), or deletes the threads.
+  virtual void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) = 0;
+
+  /// The durability graphs use with this checkpointer unless the run says otherwise.
+  [[nodiscard]] virtual Durability default_durability() const noexcept { return Durability::async; }
+};
+
+}  // namespace sg

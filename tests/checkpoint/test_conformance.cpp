@@ -1,0 +1,488 @@
+// One conformance suite for both savers: every case of LangGraph's checkpoint conformance suite
+// (put, put_writes, get_tuple, list, delete_thread, copy_thread, prune), plus incremental
+// message lists.
+#include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/core/uuid.hpp>
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <memory>
+#include <set>
+
+#include "support/temp_dir.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+struct MemoryFactory {
+  static constexpr const char* kName = "InMemorySaver";
+  std::shared_ptr<sg::KvCheckpointer> make() { return std::make_shared<sg::InMemorySaver>(); }
+};
+
+struct RocksFactory {
+  static constexpr const char* kName = "RocksDbSaver";
+  sg::test::TempDir dir;
+  int opened = 0;
+  std::shared_ptr<sg::KvCheckpointer> make() {
+    return sg::RocksDbSaver::open(dir.sub("db" + std::to_string(opened++)));
+  }
+};
+
+sg::Checkpoint checkpoint(json values = json::object(), sg::ChannelVersions versions = {}) {
+  sg::Checkpoint c;
+  c.v = 1;
+  c.id = sg::new_checkpoint_id(-1);
+  c.ts = sg::iso_timestamp_now();
+  c.channel_values = std::move(values);
+  c.channel_versions = std::move(versions);
+  return c;
+}
+
+json metadata(const std::string& source = "loop", int step = 0, json extra = json::object()) {
+  json m{{"source", source}, {"step", step}, {"parents", json::object()}};
+  m.update(extra);
+  return m;
+}
+
+sg::CheckpointConfig config(const std::string& thread, const std::string& ns = "",
+                            const std::string& id = "") {
+  return sg::CheckpointConfig{thread, ns, id};
+}
+
+std::vector<std::string> ids_of(const std::vector<sg::CheckpointTuple>& tuples) {
+  std::vector<std::string> out;
+  for (const auto& t : tuples) out.push_back(t.config.checkpoint_id);
+  return out;
+}
+
+sg::ListOptions in_thread(const std::string& thread, const std::string& ns = "") {
+  sg::ListOptions o;
+  o.thread_id = thread;
+  o.checkpoint_ns = ns;
+  return o;
+}
+
+std::size_t count_writes(const sg::CheckpointTuple& t, const std::string& task,
+                         const std::string& channel) {
+  return static_cast<std::size_t>(
+      std::count_if(t.pending_writes.begin(), t.pending_writes.end(),
+                    [&](const auto& w) { return w.task_id == task && w.channel == channel; }));
+}
+
+/// Four chained checkpoints: steps 0..3, sources input, loop, input, loop.
+std::vector<std::string> setup_list(sg::Checkpointer& saver, const std::string& tid) {
+  std::vector<std::string> ids;
+  sg::CheckpointConfig parent = config(tid);
+  for (int i = 0; i < 4; ++i) {
+    auto c = checkpoint();
+    parent = saver.put(parent, c, metadata(i % 2 == 0 ? "input" : "loop", i), {});
+    ids.push_back(c.id);
+  }
+  return ids;
+}
+
+/// n chained checkpoints per namespace with channel "step" = i.
+std::vector<sg::CheckpointConfig> setup_source(sg::Checkpointer& saver, const std::string& tid,
+                                               int n,
+                                               const std::vector<std::string>& namespaces = {""}) {
+  std::vector<sg::CheckpointConfig> out;
+  for (const auto& ns : namespaces) {
+    sg::CheckpointConfig parent = config(tid, ns);
+    for (int i = 0; i < n; ++i) {
+      auto c = checkpoint({{"step", i}}, {{"step", 1}});
+      parent = saver.put(parent, c, metadata("loop", i), {{"step", 1}});
+      out.push_back(parent);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("put", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+
+  SUBCASE("returns config and round-trips") {
+    auto c = checkpoint({{"msg", "hello"}}, {{"msg", 1}});
+    const auto stored = saver->put(config(tid), c, metadata("input", -1), {{"msg", 1}});
+    CHECK(stored == config(tid, "", c.id));
+    auto t = saver->get_tuple(stored);
+    REQUIRE(t);
+    CHECK(t->checkpoint.id == c.id);
+    CHECK(t->checkpoint.channel_values == json{{"msg", "hello"}});
+    CHECK(t->metadata["source"] == "input");
+    CHECK(t->metadata["step"] == -1);
+  }
+  SUBCASE("preserves values, versions, versions_seen, metadata, run_id") {
+    auto c = checkpoint({{"str_val", "hello"},
+                         {"int_val", 42},
+                         {"list_val", {1, 2, 3}},
+                         {"dict_val", {{"nested", true}}}},
+                        {{"str_val", 1}, {"int_val", 1}, {"list_val", 1}, {"dict_val", 2}});
+    c.versions_seen = {{"node1", {{"ch_a", 1}, {"ch_b", 2}}}, {"node2", {{"ch_a", 3}}}};
+    const json nested{{"profile",
+                       {{"name", "alice"},
+                        {"tags", {"admin", "rag"}},
+                        {"empty_dict", json::object()},
+                        {"empty_list", json::array()}}},
+                      {"metrics", {{{"step", 1}, {"score", 0.95}}}}};
+    const std::string run_id = sg::new_uuid4();
+    const auto stored = saver->put(
+        config(tid), c,
+        metadata("loop", 3, {{"custom_key", "custom_value"}, {"user", nested}, {"run_id", run_id}}),
+        c.channel_versions);
+    auto t = saver->get_tuple(stored);
+    REQUIRE(t);
+    CHECK(t->checkpoint.channel_values == c.channel_values);
+    CHECK(t->checkpoint.channel_versions == c.channel_versions);
+    CHECK(t->checkpoint.versions_seen == c.versions_seen);
+    CHECK(t->checkpoint.v == 1);
+    CHECK_FALSE(t->checkpoint.ts.empty());
+    CHECK(t->metadata["step"] == 3);
+    CHECK(t->metadata["custom_key"] == "custom_value");
+    CHECK(t->metadata["user"] == nested);
+    CHECK(t->metadata["run_id"] == run_id);
+  }
+  SUBCASE("root, child and default namespaces") {
+    auto root = saver->put(config(tid), checkpoint(), metadata(), {});
+    auto child = saver->put(config(tid, "child:abc"), checkpoint(), metadata(), {});
+    CHECK(saver->get_tuple(root)->config.checkpoint_ns == "");
+    CHECK(saver->get_tuple(child)->config.checkpoint_ns == "child:abc");
+    CHECK(saver->get_tuple(config(tid))->config.checkpoint_id == root.checkpoint_id);
+  }
+  SUBCASE("multiple checkpoints of a thread, threads isolated, parent config") {
+    std::vector<std::string> ids;
+    sg::CheckpointConfig parent = config(tid);
+    for (int i = 0; i < 3; ++i) {
+      auto c = checkpoint();
+      parent = saver->put(parent, c, metadata("loop", i), {});
+      ids.push_back(c.id);
+    }
+    for (const auto& id : ids) CHECK(saver->get_tuple(config(tid, "", id))->checkpoint.id == id);
+    CHECK_FALSE(saver->get_tuple(config(tid, "", ids[0]))->parent_config);
+    CHECK(saver->get_tuple(config(tid, "", ids[2]))->parent_config->checkpoint_id == ids[1]);
+
+    const std::string other = sg::new_uuid4();
+    saver->put(config(other), checkpoint({{"x", "thread2"}}, {{"x", 1}}), metadata(), {{"x", 1}});
+    saver->put(config(tid), checkpoint({{"x", "thread1"}}, {{"x", 1}}), metadata(), {{"x", 1}});
+    CHECK(saver->get_tuple(config(other))->checkpoint.channel_values["x"] == "thread2");
+    CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values["x"] == "thread1");
+  }
+  SUBCASE("incremental channel update, new channel, removed channel") {
+    auto c1 = checkpoint({{"a", "v1"}, {"b", "v2"}}, {{"a", 1}, {"b", 1}});
+    const auto s1 = saver->put(config(tid), c1, metadata(), {{"a", 1}, {"b", 1}});
+    auto c2 = checkpoint({{"a", "v1_updated"}, {"b", "v2"}}, {{"a", 2}, {"b", 1}});
+    const auto s2 = saver->put(s1, c2, metadata(), {{"a", 2}});
+    CHECK(saver->get_tuple(s2)->checkpoint.channel_values ==
+          json{{"a", "v1_updated"}, {"b", "v2"}});
+    CHECK(saver->get_tuple(s1)->checkpoint.channel_values == json{{"a", "v1"}, {"b", "v2"}});
+
+    auto c3 = checkpoint({{"a", "v1_updated"}, {"b", "v2"}, {"c", "new_channel"}},
+                         {{"a", 2}, {"b", 1}, {"c", 1}});
+    const auto s3 = saver->put(s2, c3, metadata(), {{"c", 1}});
+    CHECK(saver->get_tuple(s3)->checkpoint.channel_values["c"] == "new_channel");
+
+    auto c4 = checkpoint({{"a", "v3"}}, {{"a", 3}});
+    const auto s4 = saver->put(s3, c4, metadata(), {{"a", 3}});
+    CHECK(saver->get_tuple(s4)->checkpoint.channel_values == json{{"a", "v3"}});
+  }
+  SUBCASE("bad configs are errors") {
+    CHECK_THROWS_AS(saver->put(config(""), checkpoint(), metadata(), {}), sg::CheckpointError);
+    auto c = checkpoint();
+    c.id.clear();
+    CHECK_THROWS_AS(saver->put(config(tid), c, metadata(), {}), sg::CheckpointError);
+    CHECK_THROWS_AS(saver->put(config(std::string("a\0b", 3)), checkpoint(), metadata(), {}),
+                    sg::CheckpointError);
+  }
+}
+
+TEST_CASE_TEMPLATE("put_writes", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  const auto stored = saver->put(config(tid), checkpoint(), metadata(), {});
+  const std::string task = sg::new_uuid4();
+
+  SUBCASE("basic, several writes, several tasks, values") {
+    saver->put_writes(stored, {{"channel1", "value1"}}, task);
+    auto t = saver->get_tuple(stored);
+    REQUIRE(t->pending_writes.size() == 1);
+    CHECK(t->pending_writes[0] == sg::PendingWrite{task, "channel1", "value1"});
+
+    const std::string t2 = sg::new_uuid4();
+    saver->put_writes(stored, {{"ch1", "v1"}, {"ch2", "v2"}, {"ch3", json{{"data", 123}}}}, t2,
+                      "a:b:c");
+    t = saver->get_tuple(stored);
+    CHECK(t->pending_writes.size() == 4);
+    CHECK(count_writes(*t, t2, "ch1") == 1);
+    CHECK(count_writes(*t, t2, "ch3") == 1);
+    for (const auto& w : t->pending_writes) {
+      if (w.channel == "ch3") CHECK(w.value == json{{"data", 123}});
+    }
+  }
+  SUBCASE("idempotent: a replayed write is not duplicated") {
+    saver->put_writes(stored, {{"ch", "val"}}, task);
+    saver->put_writes(stored, {{"ch", "changed"}}, task);
+    auto t = saver->get_tuple(stored);
+    REQUIRE(t->pending_writes.size() == 1);
+    CHECK(t->pending_writes[0].value == "val");
+  }
+  SUBCASE("special channels upsert") {
+    saver->put_writes(
+        stored,
+        {{"__error__", "something went wrong"}, {"__interrupt__", {{"reason", "human_input"}}}},
+        task);
+    saver->put_writes(stored, {{"__error__", "second error"}}, task);
+    auto t = saver->get_tuple(stored);
+    CHECK(count_writes(*t, task, "__error__") == 1);
+    CHECK(count_writes(*t, task, "__interrupt__") == 1);
+    for (const auto& w : t->pending_writes) {
+      if (w.channel == "__error__") CHECK(w.value == "second error");
+      if (w.channel == "__interrupt__") CHECK(w.value == json{{"reason", "human_input"}});
+    }
+  }
+  SUBCASE("across namespaces, cleared on the next checkpoint") {
+    const auto child = saver->put(config(tid, "child:1"), checkpoint(), metadata(), {});
+    saver->put_writes(stored, {{"ch", "root_val"}}, task);
+    saver->put_writes(child, {{"ch", "child_val"}}, task);
+    CHECK(saver->get_tuple(stored)->pending_writes.at(0).value == "root_val");
+    CHECK(saver->get_tuple(child)->pending_writes.at(0).value == "child_val");
+    const auto next = saver->put(stored, checkpoint(), metadata(), {});
+    CHECK(saver->get_tuple(next)->pending_writes.empty());
+  }
+  SUBCASE("bad configs are errors") {
+    CHECK_THROWS_AS(saver->put_writes(config(""), {{"ch", 1}}, task), sg::CheckpointError);
+    CHECK_THROWS_AS(saver->put_writes(config(tid), {{"ch", 1}}, task), sg::CheckpointError);
+  }
+}
+
+TEST_CASE_TEMPLATE("get_tuple", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  CHECK_FALSE(saver->get_tuple(config(sg::new_uuid4())));
+  std::vector<std::string> ids;
+  sg::CheckpointConfig parent = config(tid);
+  for (int i = 0; i < 3; ++i) {
+    auto c = checkpoint({{"k", "v" + std::to_string(i)}}, {{"k", i + 1}});
+    parent = saver->put(parent, c, metadata("loop", i), {{"k", i + 1}});
+    ids.push_back(c.id);
+  }
+  auto latest = saver->get_tuple(config(tid));
+  REQUIRE(latest);
+  CHECK(latest->checkpoint.id == ids[2]);
+  CHECK(latest->metadata["step"] == 2);
+  CHECK(latest->config == config(tid, "", ids[2]));
+  CHECK(latest->parent_config == config(tid, "", ids[1]));
+  CHECK(latest->checkpoint.channel_values == json{{"k", "v2"}});
+  CHECK(saver->get_tuple(config(tid, "", ids[0]))->checkpoint.channel_values == json{{"k", "v0"}});
+  CHECK_FALSE(saver->get_tuple(config(tid, "", sg::new_uuid4())));
+  CHECK_FALSE(saver->get_tuple(config(tid, "child:1")));
+
+  const std::string task = sg::new_uuid4();
+  saver->put_writes(config(tid, "", ids[2]), {{"ch", "val"}}, task);
+  CHECK(saver->get_tuple(config(tid))->pending_writes ==
+        std::vector<sg::PendingWrite>{{task, "ch", "val"}});
+
+  const auto child = saver->put(config(tid, "child:1"), checkpoint(), metadata(), {});
+  CHECK(saver->get_tuple(config(tid))->checkpoint.id == ids[2]);
+  CHECK(saver->get_tuple(config(tid, "child:1"))->checkpoint.id == child.checkpoint_id);
+}
+
+TEST_CASE_TEMPLATE("list", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  const auto ids = setup_list(*saver, tid);
+  const std::vector<std::string> newest_first(ids.rbegin(), ids.rend());
+
+  CHECK(ids_of(saver->list(in_thread(tid))) == newest_first);
+  CHECK(saver->list(in_thread(sg::new_uuid4())).empty());
+
+  auto filtered = in_thread(tid);
+  filtered.filter = {{"source", "input"}};
+  CHECK(ids_of(saver->list(filtered)) == std::vector<std::string>{ids[2], ids[0]});
+  filtered.filter = {{"step", 1}};
+  CHECK(ids_of(saver->list(filtered)) == std::vector<std::string>{ids[1]});
+  filtered.filter = {{"source", "loop"}};
+  CHECK(saver->list(filtered).size() == 2);
+  filtered.filter = {{"source", "update"}, {"step", 99}};
+  CHECK(saver->list(filtered).empty());
+
+  auto before = in_thread(tid);
+  before.before = ids[2];
+  CHECK(ids_of(saver->list(before)) == std::vector<std::string>{ids[1], ids[0]});
+  before.limit = 1;
+  before.before = ids[3];
+  CHECK(ids_of(saver->list(before)) == std::vector<std::string>{ids[2]});
+  auto limited = in_thread(tid);
+  limited.limit = 2;
+  CHECK(saver->list(limited).size() == 2);
+
+  SUBCASE("multiple keys, custom keys") {
+    const std::string t2 = sg::new_uuid4();
+    saver->put(config(t2), checkpoint(), metadata("input", 1), {});
+    saver->put(config(t2), checkpoint(), metadata("loop", 1), {});
+    saver->put(config(t2), checkpoint(),
+               metadata("input", 2, {{"score", 42}, {"run_id", "run-abc"}}), {});
+    auto o = in_thread(t2);
+    o.filter = {{"source", "input"}, {"step", 2}};
+    auto found = saver->list(o);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].metadata["run_id"] == "run-abc");
+    o.filter = {{"score", 42}};
+    CHECK(saver->list(o).size() == 1);
+  }
+  SUBCASE("namespaces, all namespaces, writes included, values optional") {
+    saver->put(config(tid, "child:1"), checkpoint(), metadata(), {});
+    saver->put(config(tid, "child:2"), checkpoint(), metadata(), {});
+    CHECK(saver->list(in_thread(tid)).size() == 4);
+    CHECK(saver->list(in_thread(tid, "child:1")).size() == 1);
+    sg::ListOptions all;
+    all.thread_id = tid;
+    const auto everything = saver->list(all);
+    CHECK(everything.size() == 6);
+    CHECK(std::is_sorted(everything.begin(), everything.end(), [](const auto& a, const auto& b) {
+      return a.config.checkpoint_id > b.config.checkpoint_id;
+    }));
+
+    saver->put_writes(config(tid, "", ids[3]), {{"ch", "val"}}, "task-1");
+    auto t = saver->list(in_thread(tid));
+    CHECK(t[0].pending_writes == std::vector<sg::PendingWrite>{{"task-1", "ch", "val"}});
+    auto light = in_thread(tid);
+    light.include_values = false;
+    CHECK(saver->list(light).size() == 4);
+  }
+  CHECK(std::find(saver->threads().begin(), saver->threads().end(), tid) != saver->threads().end());
+}
+
+TEST_CASE_TEMPLATE("delete_thread", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  const std::string other = sg::new_uuid4();
+  const auto ids = setup_list(*saver, tid);
+  saver->put(config(tid, "child:1"), checkpoint(), metadata(), {});
+  saver->put_writes(config(tid, "", ids[3]), {{"ch", "val"}}, "task");
+  saver->put(config(other), checkpoint(), metadata(), {});
+  saver->delete_thread(tid);
+  CHECK_FALSE(saver->get_tuple(config(tid)));
+  CHECK_FALSE(saver->get_tuple(config(tid, "child:1")));
+  CHECK(saver->list(in_thread(tid)).empty());
+  CHECK(saver->get_tuple(config(other)));
+  CHECK_NOTHROW(saver->delete_thread(sg::new_uuid4()));
+  CHECK(saver->threads() == std::vector<std::string>{other});
+}
+
+TEST_CASE_TEMPLATE("copy_thread", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string src = sg::new_uuid4();
+  const std::string dst = sg::new_uuid4();
+  const auto configs = setup_source(*saver, src, 4, {"", "child:1"});
+  saver->put_writes(configs[3], {{"ch", "write_val"}}, "task");
+  const auto before = ids_of(saver->list(in_thread(src)));
+  saver->copy_thread(src, dst);
+  CHECK(ids_of(saver->list(in_thread(dst))) == before);
+  CHECK(ids_of(saver->list(in_thread(src))) == before);
+  CHECK(saver->list(in_thread(dst, "child:1")).size() == 4);
+  const auto copied = saver->get_tuple(config(dst));
+  REQUIRE(copied);
+  CHECK(copied->pending_writes == std::vector<sg::PendingWrite>{{"task", "ch", "write_val"}});
+  auto src_list = saver->list(in_thread(src));
+  auto dst_list = saver->list(in_thread(dst));
+  for (std::size_t i = 0; i < src_list.size(); ++i) {
+    CHECK(src_list[i].checkpoint.channel_values == dst_list[i].checkpoint.channel_values);
+    CHECK(src_list[i].metadata == dst_list[i].metadata);
+  }
+  const std::string nowhere = sg::new_uuid4();
+  saver->copy_thread(sg::new_uuid4(), nowhere);
+  CHECK(saver->list(in_thread(nowhere)).empty());
+}
+
+TEST_CASE_TEMPLATE("prune", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  const std::string other = sg::new_uuid4();
+  const auto configs = setup_source(*saver, tid, 4, {"", "child:1"});
+  const auto other_configs = setup_source(*saver, other, 2);
+  saver->put_writes(configs[3], {{"ch", "val"}}, "task");
+  saver->prune({tid}, sg::PruneStrategy::keep_latest);
+  CHECK(ids_of(saver->list(in_thread(tid))) == std::vector<std::string>{configs[3].checkpoint_id});
+  CHECK(ids_of(saver->list(in_thread(tid, "child:1"))) ==
+        std::vector<std::string>{configs[7].checkpoint_id});
+  const auto kept = saver->get_tuple(config(tid));
+  CHECK(kept->pending_writes.size() == 1);
+  CHECK(kept->checkpoint.channel_values == json{{"step", 3}});
+  CHECK(saver->list(in_thread(other)).size() == 2);
+  CHECK_NOTHROW(saver->prune({}, sg::PruneStrategy::keep_latest));
+  CHECK_NOTHROW(saver->prune({sg::new_uuid4()}, sg::PruneStrategy::keep_latest));
+  saver->prune({tid}, sg::PruneStrategy::delete_all);
+  CHECK(saver->list(in_thread(tid)).empty());
+  CHECK(saver->list(in_thread(other)).size() == 2);
+}
+
+TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  auto msg = [](int i) {
+    return json{{"type", "human"}, {"content", "m" + std::to_string(i)}, {"id", std::to_string(i)}};
+  };
+
+  // Version 1: three messages, no base.
+  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0), msg(1), msg(2)}}}}}}},
+                       {{"messages", 1}});
+  const auto s1 = saver->put(config(tid), c1, metadata(), {{"messages", 1}});
+  CHECK(saver->get_tuple(s1)->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(1), msg(2)}));
+
+  // Version 2: append one (base positions [0, 3) + a new message).
+  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 3}, msg(3)}}}}}}},
+                       {{"messages", 2}});
+  const auto s2 = saver->put(s1, c2, metadata(), {{"messages", 2}});
+  CHECK(saver->get_tuple(s2)->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(1), msg(2), msg(3)}));
+
+  // Version 3: drop the first two, replace the third, keep the fourth.
+  auto c3 = checkpoint({{"messages", {{"$messages", {{"base", 2}, {"items", {msg(20), {3, 4}}}}}}}},
+                       {{"messages", 3}});
+  const auto s3 = saver->put(s2, c3, metadata(), {{"messages", 3}});
+  CHECK(saver->get_tuple(s3)->checkpoint.channel_values["messages"] ==
+        json::array({msg(20), msg(3)}));
+  // Older versions still read back.
+  CHECK(saver->get_tuple(s1)->checkpoint.channel_values["messages"].size() == 3);
+
+  // A fork from version 1 allocates fresh log entries.
+  auto c4 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(99)}}}}}}},
+                       {{"messages", 4}});
+  const auto s4 = saver->put(s1, c4, metadata(), {{"messages", 4}});
+  CHECK(saver->get_tuple(s4)->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(99)}));
+  CHECK(saver->get_tuple(s3)->checkpoint.channel_values["messages"] ==
+        json::array({msg(20), msg(3)}));
+
+  // Copies and prunes keep the values readable.
+  const std::string copy = sg::new_uuid4();
+  saver->copy_thread(tid, copy);
+  CHECK(saver->get_tuple(config(copy))->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(99)}));
+  saver->prune({tid}, sg::PruneStrategy::keep_latest);
+  CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(99)}));
+
+  // A base that does not exist, or positions beyond it, are errors.
+  auto bad = checkpoint({{"messages", {{"$messages", {{"base", 77}, {"items", json::array()}}}}}},
+                        {{"messages", 5}});
+  CHECK_THROWS_AS(saver->put(s4, bad, metadata(), {{"messages", 5}}), sg::CheckpointError);
+  auto beyond = checkpoint({{"messages", {{"$messages", {{"base", 4}, {"items", {{0, 9}}}}}}}},
+                           {{"messages", 5}});
+  CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
+}

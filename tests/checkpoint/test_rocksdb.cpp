@@ -1,0 +1,162 @@
+// RocksDbSaver specifics: persistence across reopen, locking, corrupt and unknown records.
+#include <stategraph/checkpoint/rocksdb_saver.hpp>
+
+#include <doctest/doctest.h>
+#include <rocksdb/db.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/temp_dir.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+sg::Checkpoint checkpoint(json values, sg::ChannelVersions versions) {
+  sg::Checkpoint c;
+  c.id = sg::new_checkpoint_id(0);
+  c.ts = sg::iso_timestamp_now();
+  c.channel_values = std::move(values);
+  c.channel_versions = std::move(versions);
+  return c;
+}
+
+/// Rewrites every value of a column family with `edit` (the saver must be closed).
+void edit_values(const std::string& path, const std::string& family,
+                 const std::function<void(std::string&)>& edit) {
+  rocksdb::DBOptions options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"checkpoints", {}},
+                                                        {"writes", {}},
+                                                        {"blobs", {}},
+                                                        {"messages", {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  REQUIRE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
+  rocksdb::ColumnFamilyHandle* target = nullptr;
+  for (auto* h : handles) {
+    if (h->GetName() == family) target = h;
+  }
+  REQUIRE(target);
+  std::vector<std::pair<std::string, std::string>> entries;
+  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), target));
+  for (it->SeekToFirst(); it->Valid(); it->Next())
+    entries.emplace_back(it->key().ToString(), it->value().ToString());
+  it.reset();
+  for (auto& [k, v] : entries) {
+    edit(v);
+    REQUIRE(db->Put(rocksdb::WriteOptions(), target, k, v).ok());
+  }
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+  delete db;
+}
+
+}  // namespace
+
+TEST_CASE("a RocksDB thread survives closing and reopening") {
+  sg::test::TempDir dir;
+  const std::string path = dir.sub("db");
+  std::string id;
+  {
+    auto saver = sg::RocksDbSaver::open(path);
+    auto c = checkpoint({{"x", 1}}, {{"x", 1}});
+    id = c.id;
+    saver->put({"t1", "", ""}, c, {{"source", "loop"}, {"step", 0}}, {{"x", 1}});
+    saver->put_writes({"t1", "", id}, {{"x", 2}}, "task");
+    CHECK(saver->default_durability() == sg::Durability::sync);
+  }
+  auto saver = sg::RocksDbSaver::open(path);
+  auto t = saver->get_tuple({"t1", "", ""});
+  REQUIRE(t);
+  CHECK(t->checkpoint.id == id);
+  CHECK(t->checkpoint.channel_values == json{{"x", 1}});
+  CHECK(t->pending_writes.size() == 1);
+  CHECK(saver->disk_bytes() > 0);
+}
+
+TEST_CASE("the database is locked while open") {
+  sg::test::TempDir dir;
+  auto saver = sg::RocksDbSaver::open(dir.sub("db"));
+  try {
+    (void)sg::RocksDbSaver::open(dir.sub("db"));
+    FAIL("expected a lock error");
+  } catch (const sg::CheckpointError& e) {
+    CHECK(e.code() == "checkpoint.locked");
+    CHECK(std::string(e.what()).find("is in use by another process") != std::string::npos);
+  }
+  CHECK_THROWS_AS((void)sg::RocksDbSaver::open(dir.sub("missing"), {.create_if_missing = false}),
+                  sg::CheckpointError);
+}
+
+TEST_CASE("a corrupt record is a CheckpointError naming the thread and checkpoint") {
+  sg::test::TempDir dir;
+  const std::string path = dir.sub("db");
+  std::string id;
+  {
+    auto saver = sg::RocksDbSaver::open(path);
+    auto c = checkpoint({{"summary", "hello"}}, {{"summary", 1}});
+    id = c.id;
+    saver->put({"thread-7", "", ""}, c, {{"source", "loop"}, {"step", 0}}, {{"summary", 1}});
+  }
+  SUBCASE("a flipped byte (checksum)") {
+    edit_values(path, "blobs",
+                [](std::string& v) { v.back() = static_cast<char>(v.back() ^ 0x5A); });
+    auto saver = sg::RocksDbSaver::open(path);
+    try {
+      (void)saver->get_tuple({"thread-7", "", ""});
+      FAIL("expected a corruption error");
+    } catch (const sg::CheckpointError& e) {
+      CHECK(e.code() == "checkpoint.corrupt");
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK(what.find("thread 'thread-7'") != std::string::npos);
+      CHECK(what.find("checkpoint '" + id + "'") != std::string::npos);
+      CHECK(what.find("checksum mismatch") != std::string::npos);
+    }
+  }
+  SUBCASE("an unknown format version") {
+    edit_values(path, "checkpoints", [](std::string& v) { v[2] = 99; });
+    auto saver = sg::RocksDbSaver::open(path);
+    try {
+      (void)saver->get_tuple({"thread-7", "", ""});
+      FAIL("expected a format error");
+    } catch (const sg::CheckpointError& e) {
+      CHECK(std::string(e.what()).find("unknown format version 99") != std::string::npos);
+      CHECK(std::string(e.what()).find("thread 'thread-7'") != std::string::npos);
+    }
+  }
+  SUBCASE("bytes corrupted in a table file on disk") {
+    {
+      auto saver = sg::RocksDbSaver::open(path);
+      saver->flush();
+    }
+    bool corrupted = false;
+    for (const auto& entry : std::filesystem::directory_iterator(path)) {
+      if (entry.path().extension() != ".sst" || entry.file_size() < 64) continue;
+      std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+      for (std::streamoff off = 8; off < 48; ++off) {  // inside the first data block
+        f.seekg(off);
+        char c = 0;
+        f.read(&c, 1);
+        f.seekp(off);
+        c = static_cast<char>(c ^ 0xFF);
+        f.write(&c, 1);
+      }
+      corrupted = true;
+    }
+    REQUIRE(corrupted);
+    try {
+      auto saver = sg::RocksDbSaver::open(path);
+      (void)saver->get_tuple({"thread-7", "", ""});
+      (void)saver->list({});
+      FAIL("expected a corruption error");
+    } catch (const sg::CheckpointError& e) {
+      CHECK(e.code() == "checkpoint.corrupt");
+      const std::string what = e.what();
+      CAPTURE(what);
+      CHECK((what.find("thread 'thread-7'") != std::string::npos ||
+             what.find("opening the checkpoint database") != std::string::npos));
+    }
+  }
+}
