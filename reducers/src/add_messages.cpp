@@ -3,6 +3,7 @@
 #include <stategraph/reducers/add_messages.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -11,24 +12,30 @@
 namespace sg {
 namespace {
 
-// Below this many messages in an update, ids are looked up by scanning the list (no
-// allocation); above it, through a hash index.
+// Below this many messages in an update, the uncached form looks ids up by scanning the list (no
+// allocation); above it, through a temporary hash index.
 constexpr std::size_t kLinearLookupMaxUpdate = 8;
 
-/// Finds the index of the last message with `id` in `messages`, as LangGraph's id->index map.
+/// Finds the index of the last message with an id, as LangGraph's id->index map: by scanning,
+/// through a temporary index, or through a run's cache.
 class IdLookup {
  public:
+  /// Scanning or a temporary index over `messages`.
   IdLookup(const std::vector<Message>& messages, bool hashed)
-      : messages_(messages), hashed_(hashed) {
-    if (!hashed_) return;
-    index_.reserve(messages.size());
-    for (std::size_t i = 0; i < messages.size(); ++i) index_[messages[i].id] = i;
+      : messages_(messages), index_(hashed ? &own_ : nullptr) {
+    if (!index_) return;
+    own_.reserve(messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) own_[messages[i].id] = i;
   }
+  /// A cache's index (already built).
+  IdLookup(const std::vector<Message>& messages,
+           std::unordered_map<std::string, std::size_t>& index)
+      : messages_(messages), index_(&index) {}
 
   [[nodiscard]] std::optional<std::size_t> find(const std::string& id) const {
-    if (hashed_) {
-      auto it = index_.find(id);
-      if (it == index_.end()) return std::nullopt;
+    if (index_) {
+      auto it = index_->find(id);
+      if (it == index_->end()) return std::nullopt;
       return it->second;
     }
     for (std::size_t i = messages_.size(); i-- > 0;) {
@@ -39,13 +46,13 @@ class IdLookup {
 
   /// Records that a message with `id` was appended at `index`.
   void appended(const std::string& id, std::size_t index) {
-    if (hashed_) index_[id] = index;
+    if (index_) (*index_)[id] = index;
   }
 
  private:
   const std::vector<Message>& messages_;
-  bool hashed_;
-  std::unordered_map<std::string, std::size_t> index_;
+  std::unordered_map<std::string, std::size_t>* index_;
+  std::unordered_map<std::string, std::size_t> own_;
 };
 
 /// Throws unless every RemoveMessage in `right` targets an id present in `left` or in an earlier
@@ -77,6 +84,50 @@ void check_removals(const IdLookup& left, const std::vector<Message>& right) {
   }
 }
 
+/// Assigns ids to the update's messages; returns the position of its last REMOVE_ALL marker.
+std::optional<std::size_t> prepare_update(std::vector<Message>& right) {
+  std::optional<std::size_t> remove_all_at;
+  for (std::size_t i = 0; i < right.size(); ++i) {
+    if (right[i].id.empty()) right[i].id = new_uuid4();
+    if (right[i].is_remove_all()) remove_all_at = i;
+  }
+  return remove_all_at;
+}
+
+/// LangGraph's merge of `right` into `messages` (after the REMOVE_ALL case). `origin`, when
+/// given, follows the list: -1 for replaced and appended messages. Returns true when messages
+/// were removed (positions changed).
+bool merge(std::vector<Message>& messages, std::vector<Message>& right, IdLookup& lookup,
+           std::vector<std::int64_t>* origin) {
+  check_removals(lookup, right);
+  std::unordered_set<std::string> to_remove;
+  for (Message& m : right) {
+    if (auto at = lookup.find(m.id)) {
+      if (m.type == MessageType::remove) {
+        to_remove.insert(m.id);
+      } else {
+        to_remove.erase(m.id);
+        messages[*at] = std::move(m);
+        if (origin) (*origin)[*at] = -1;
+      }
+    } else {
+      lookup.appended(m.id, messages.size());
+      messages.push_back(std::move(m));
+      if (origin) origin->push_back(-1);
+    }
+  }
+  if (to_remove.empty()) return false;
+  if (origin) {
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      if (!to_remove.contains(messages[i].id)) (*origin)[out++] = (*origin)[i];
+    }
+    origin->resize(out);
+  }
+  std::erase_if(messages, [&](const Message& m) { return to_remove.contains(m.id); });
+  return true;
+}
+
 }  // namespace
 
 void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& update) const {
@@ -88,38 +139,56 @@ void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& up
   for (Message& m : messages) {
     if (m.id.empty()) m.id = new_uuid4();
   }
-  std::optional<std::size_t> remove_all_at;
-  for (std::size_t i = 0; i < right.size(); ++i) {
-    if (right[i].id.empty()) right[i].id = new_uuid4();
-    if (right[i].is_remove_all()) remove_all_at = i;
-  }
-  if (remove_all_at) {
+  if (auto remove_all_at = prepare_update(right)) {
     right.erase(right.begin(), right.begin() + static_cast<std::ptrdiff_t>(*remove_all_at + 1));
     messages = std::move(right);
     return;
   }
   if (right.empty()) return;
-
   IdLookup lookup(messages, right.size() > kLinearLookupMaxUpdate);
-  check_removals(lookup, right);
+  merge(messages, right, lookup, nullptr);
+}
 
-  std::unordered_set<std::string> to_remove;
-  for (Message& m : right) {
-    if (auto at = lookup.find(m.id)) {
-      if (m.type == MessageType::remove) {
-        to_remove.insert(m.id);
-      } else {
-        to_remove.erase(m.id);
-        messages[*at] = std::move(m);
-      }
-    } else {
-      lookup.appended(m.id, messages.size());
-      messages.push_back(std::move(m));
+void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& update,
+                        Cache& cache) const {
+  if (cache.track && cache.origin.size() != messages.size())
+    cache.origin.assign(messages.size(), -1);
+  if (update.is_keep()) {
+    if (cache.track) apply_keep(cache.origin, update.keep());
+    apply_keep(messages, update.keep());
+    cache.indexed = false;
+    return;
+  }
+  if (!cache.indexed) {
+    cache.index.clear();
+    cache.index.reserve(messages.size());
+    for (std::size_t i = 0; i < messages.size(); ++i) {
+      if (messages[i].id.empty()) messages[i].id = new_uuid4();
+      cache.index[messages[i].id] = i;
     }
+    cache.indexed = true;
   }
-  if (!to_remove.empty()) {
-    std::erase_if(messages, [&](const Message& m) { return to_remove.contains(m.id); });
+  std::vector<Message>& right = update.items();
+  if (auto remove_all_at = prepare_update(right)) {
+    right.erase(right.begin(), right.begin() + static_cast<std::ptrdiff_t>(*remove_all_at + 1));
+    messages = std::move(right);
+    cache.overwritten(messages);
+    return;
   }
+  if (right.empty()) return;
+  IdLookup lookup(messages, cache.index);
+  if (merge(messages, right, lookup, cache.track ? &cache.origin : nullptr)) cache.indexed = false;
+}
+
+void AddMessages::Cache::rebase(const std::vector<Message>& messages) {
+  if (!track) return;
+  origin.resize(messages.size());
+  std::iota(origin.begin(), origin.end(), std::int64_t{0});
+}
+
+void AddMessages::Cache::overwritten(const std::vector<Message>& messages) {
+  indexed = false;
+  if (track) origin.assign(messages.size(), -1);
 }
 
 std::vector<Message> remove(std::initializer_list<std::string_view> ids) {

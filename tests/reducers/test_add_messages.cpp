@@ -5,6 +5,7 @@
 #include <doctest/doctest.h>
 
 #include <map>
+#include <random>
 #include <regex>
 #include <set>
 
@@ -178,4 +179,73 @@ TEST_CASE("message list updates from JSON") {
   CHECK(single.items().size() == 1);
   CHECK_THROWS_AS((void)sg::list_update_from_json<sg::Message>(json::parse(R"({"type": "other"})")),
                   sg::Error);
+}
+
+TEST_CASE(
+    "the cached form gives the same lists and tracks what changed since the last checkpoint") {
+  // Random operation sequences, applied with one persistent cache and without: same lists.
+  std::mt19937 rng(7);
+  sg::AddMessages::Cache cache;
+  cache.track = true;
+  std::vector<sg::Message> cached;
+  std::vector<sg::Message> plain;
+  int next_id = 0;
+  for (int round = 0; round < 400; ++round) {
+    std::vector<sg::Message> update;
+    const int kind = static_cast<int>(rng() % 10);
+    if (kind == 0 && !plain.empty()) {
+      const auto keep = sg::keep_last(rng() % (plain.size() + 1));
+      sg::add_messages.apply(cached, sg::ListUpdate<sg::Message>(keep), cache);
+      sg::add_messages.apply(plain, sg::ListUpdate<sg::Message>(keep));
+      CHECK(cached == plain);
+      continue;
+    }
+    const int count = 1 + static_cast<int>(rng() % 12);
+    for (int k = 0; k < count; ++k) {
+      const int op = static_cast<int>(rng() % 6);
+      if (op == 0 && !plain.empty()) {
+        update.push_back(sg::remove_message(plain[rng() % plain.size()].id));
+      } else if (op == 1 && !plain.empty()) {
+        update.push_back(
+            sg::ai("replaced " + std::to_string(round), plain[rng() % plain.size()].id));
+      } else {
+        update.push_back(sg::human("m" + std::to_string(next_id), "id" + std::to_string(next_id)));
+        ++next_id;
+      }
+    }
+    if (rng() % 25 == 0)
+      update.insert(update.begin() + static_cast<std::ptrdiff_t>(rng() % update.size()),
+                    sg::remove_message(std::string(sg::kRemoveAllMessages)));
+    auto copy = update;
+    std::vector<sg::Message> before_plain = plain;
+    bool plain_failed = false;
+    try {
+      sg::add_messages.apply(plain, std::move(copy));
+    } catch (const sg::InvalidUpdateError&) {
+      plain_failed = true;
+    }
+    bool cached_failed = false;
+    try {
+      sg::add_messages.apply(cached, std::move(update), cache);
+    } catch (const sg::InvalidUpdateError&) {
+      cached_failed = true;
+    }
+    CHECK(plain_failed == cached_failed);
+    CHECK(cached == plain);
+    REQUIRE(cache.origin.size() == cached.size());
+    if (round % 7 == 0) cache.rebase(cached);
+  }
+
+  // origin after a rebase: appends and replacements are new, the rest keep their positions.
+  std::vector<sg::Message> list{sg::human("a", "1"), sg::human("b", "2"), sg::human("c", "3")};
+  sg::AddMessages::Cache tracker;
+  tracker.track = true;
+  tracker.rebase(list);
+  sg::add_messages.apply(list, std::vector<sg::Message>{sg::ai("B", "2"), sg::human("d", "4")},
+                         tracker);
+  CHECK(tracker.origin == std::vector<std::int64_t>{0, -1, 2, -1});
+  sg::add_messages.apply(list, sg::remove({"1"}), tracker);
+  CHECK(tracker.origin == std::vector<std::int64_t>{-1, 2, -1});
+  tracker.overwritten(list);
+  CHECK(tracker.origin == std::vector<std::int64_t>{-1, -1, -1});
 }

@@ -34,6 +34,8 @@ class RunHooks {
   [[nodiscard]] virtual const std::vector<std::string>& stream_ns() const noexcept = 0;
   [[nodiscard]] virtual void* event_sink() const noexcept = 0;
   virtual void deliver(std::function<void()> delivery) = 0;
+  /// The run's checkpointer (subgraphs compiled without one use it), or null.
+  [[nodiscard]] virtual Checkpointer* checkpointer() const noexcept = 0;
 };
 
 /// Per-task data a Context exposes.
@@ -105,6 +107,10 @@ class Context {
 
   /// The run behind this context (for stategraph's own use, e.g. running subgraphs).
   [[nodiscard]] detail::RunHooks& run_hooks() const noexcept { return *run_; }
+  /// The values the run was resumed with for this task's interrupts, in order.
+  [[nodiscard]] const std::vector<nlohmann::json>& resume_values() const noexcept {
+    return task_->resume;
+  }
 
  private:
   detail::RunHooks* run_;

@@ -3,6 +3,7 @@
 // The vocabulary of graphs and runs: START/END, Send, Command, interrupts, retry policies,
 // node/compile/run options, results and stream events.
 
+#include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/update.hpp>
 
 #include <nlohmann/json.hpp>
@@ -33,13 +34,20 @@ inline constexpr const char* END = "__end__";
 struct Send {
   std::string node;
   std::any arg;
+  /// Converts `arg` to JSON for checkpoints; set when the argument's type converts to JSON.
+  std::function<nlohmann::json(const std::any&)> arg_to_json{};
 
   Send(std::string node_name, std::any argument)
       : node(std::move(node_name)), arg(std::move(argument)) {}
   template <class T>
   requires(!std::is_same_v<std::decay_t<T>, std::any>) Send(std::string node_name, T&& argument)
       : node(std::move(node_name)),
-        arg(std::in_place_type<std::decay_t<T>>, std::forward<T>(argument)) {}
+        arg(std::in_place_type<std::decay_t<T>>, std::forward<T>(argument)) {
+    using D = std::decay_t<T>;
+    if constexpr (JsonConvertible<D>) {
+      arg_to_json = [](const std::any& a) { return nlohmann::json(std::any_cast<const D&>(a)); };
+    }
+  }
 };
 
 /// Where to go next: a node name (or END), or a Send. Routers and Commands return these.
@@ -154,6 +162,8 @@ struct RunConfig {
   /// Run at most this many tasks of a superstep at once (0: as many as the pool allows).
   std::size_t max_concurrency = 0;
   CancellationToken cancellation{};
+  /// When checkpoints become durable (default: the checkpointer's default_durability()).
+  std::optional<Durability> durability{};
   /// Stops before / after these nodes, in addition to the graph's own lists.
   std::vector<std::string> interrupt_before{};
   std::vector<std::string> interrupt_after{};
@@ -161,7 +171,7 @@ struct RunConfig {
   bool stream_subgraphs = false;
   /// Free-form values nodes can read (LangGraph's `configurable`).
   nlohmann::json configurable{};
-  /// Copied into checkpoint metadata.
+  /// Copied into checkpoint metadata (string, number and boolean values).
   nlohmann::json metadata{};
   /// Static per-run data for nodes (LangGraph's runtime context); not checkpointed.
   nlohmann::json context{};
@@ -170,6 +180,30 @@ struct RunConfig {
 
 /// How a run ended.
 enum class RunStatus : std::uint8_t { done, interrupted };
+
+/// A task of a checkpoint: its id, node, the error it failed with (empty if none) and its pending
+/// interrupts.
+struct TaskState {
+  std::string id;
+  std::string name;
+  std::string error;
+  std::vector<Interrupt> interrupts;
+};
+
+/// The state of a thread at a checkpoint (LangGraph's StateSnapshot): the values, the nodes that
+/// run next, the pending tasks and interrupts, the checkpoint's config and metadata, when it was
+/// made and its parent.
+template <State S>
+struct StateSnapshot {
+  S values{};
+  std::vector<std::string> next{};
+  std::vector<TaskState> tasks{};
+  std::vector<Interrupt> interrupts{};
+  CheckpointConfig config{};
+  nlohmann::json metadata{};
+  std::string created_at{};
+  std::optional<CheckpointConfig> parent_config{};
+};
 
 /// The outcome of invoke: the state, and for an interrupted run the pending interrupts and the
 /// nodes that run on resume.
@@ -228,6 +262,9 @@ struct StreamEvent {
 
 /// Options of compile().
 struct CompileOptions {
+  /// Saves every superstep of every thread (RunConfig::thread_id); a subgraph compiled without
+  /// one uses its parent's.
+  std::shared_ptr<Checkpointer> checkpointer{};
   /// Stop before / after these nodes ("*" for all).
   std::vector<std::string> interrupt_before{};
   std::vector<std::string> interrupt_after{};

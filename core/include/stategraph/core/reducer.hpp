@@ -4,6 +4,7 @@
 #include <stategraph/core/list_update.hpp>
 
 #include <concepts>
+#include <cstddef>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +25,18 @@ concept Reducer = requires {
 }
 &&requires(const R& r, typename R::value_type& value, typename R::update_type&& update) {
   r.apply(value, std::move(update));
+};
+
+/// A reducer that keeps a per-run cache of the value it manages: the executor owns one
+/// `R::Cache` per field and run, passes it to `apply(value, update, cache)`, and calls
+/// `cache.overwritten(value)` when an Overwrite replaces the value. add_messages keeps an id
+/// index and which messages changed since the last checkpoint.
+template <class R>
+concept CachedReducer = Reducer<R> &&
+    requires(const R& r, typename R::value_type& value, typename R::update_type&& update,
+             typename R::Cache& cache) {
+  r.apply(value, std::move(update), cache);
+  cache.overwritten(value);
 };
 
 /// True for reducers that accept one write per superstep (LastValue).
@@ -130,10 +143,10 @@ inline std::string quoted_writers(std::span<const std::string_view> writers, aut
 /// the value and the writes after it are ignored; two Overwrites are an error. `writers[i]` names
 /// the node of `writes[i]`. Throws InvalidUpdateError naming `field` and the writers (before
 /// changing anything), or what the reducer throws. Basic exception guarantee. Not synchronized.
-template <Reducer R>
+template <Reducer R, class Cache = std::nullptr_t>
 void apply_writes(const R& reducer, typename R::value_type& value,
                   std::span<Write<R>* const> writes, std::span<const std::string_view> writers,
-                  std::string_view field) {
+                  std::string_view field, Cache* cache = nullptr) {
   if (writes.empty()) return;
   if constexpr (kSingleWriter<R>) {
     if (writes.size() > 1) {
@@ -155,7 +168,16 @@ void apply_writes(const R& reducer, typename R::value_type& value,
   for (auto* w : writes) {
     if (auto* replacement = std::get_if<1>(w)) {
       value = std::move(replacement->value);
+      if constexpr (CachedReducer<R> && !std::is_same_v<Cache, std::nullptr_t>) {
+        if (cache) cache->overwritten(value);
+      }
       return;  // writes after an Overwrite are ignored
+    }
+    if constexpr (CachedReducer<R> && !std::is_same_v<Cache, std::nullptr_t>) {
+      if (cache) {
+        reducer.apply(value, std::move(std::get<0>(*w)), *cache);
+        continue;
+      }
     }
     reducer.apply(value, std::move(std::get<0>(*w)));
   }

@@ -84,11 +84,13 @@ class Node {
     make_ = [fn = std::move(fn)](std::string name) {
       return detail::make_node_function<S, In>(fn, std::move(name));
     };
+    read_arg_ = detail::make_arg_reader<S, In>();
   }
 
  private:
   friend class StateGraph<S>;
   std::function<detail::NodeFunction<S>(std::string)> make_;
+  detail::ArgReader read_arg_;
   bool returns_command_ = false;
   bool send_only_ = false;
 };
@@ -104,8 +106,7 @@ class StateGraph {
   /// or void; or `fn(const T&, ...)` for a node started only by `sg::Send(name, T{...})`. Throws
   /// GraphValidationError for a duplicate or reserved name. Node functions may run concurrently.
   StateGraph& add_node(std::string name, Node<S> node, NodeOptions options = {}) {
-    add_entry(std::move(name), node.make_, node.returns_command_, node.send_only_,
-              std::move(options));
+    add_entry(std::move(name), node, std::move(options));
     return *this;
   }
 
@@ -194,16 +195,15 @@ class StateGraph {
   [[nodiscard]] std::string draw_mermaid() const { return detail::draw_mermaid(spec_); }
 
  private:
-  void add_entry(std::string name, const std::function<detail::NodeFunction<S>(std::string)>& make,
-                 bool returns_command, bool send_only, NodeOptions options) {
+  void add_entry(std::string name, const Node<S>& node, NodeOptions options) {
     detail::check_node_name(name);
     if (spec_.find(name) >= 0) throw GraphValidationError("Node `" + name + "` already present.");
     if (options.retry && options.retry->max_attempts < 1) {
       throw GraphValidationError("Node `" + name +
                                  "`: RetryPolicy::max_attempts must be at least 1");
     }
-    spec_.nodes.push_back({name, returns_command, options.destinations, send_only});
-    nodes_.push_back({make(name), std::move(options)});
+    spec_.nodes.push_back({name, node.returns_command_, options.destinations, node.send_only_});
+    nodes_.push_back({node.make_(name), std::move(options), node.read_arg_});
   }
 
   StateGraph& add_join(std::vector<std::string> from, std::string_view to) {
@@ -332,38 +332,92 @@ class EventStream {
 template <State S>
 class CompiledGraph {
  public:
-  /// Runs the graph to completion from the empty state, with `input` applied through the
-  /// reducers as the START node's writes. Returns the final state, or an interrupted result.
-  /// Throws GraphRecursionError, NodeError (a node threw; names the node and the step),
-  /// NodeTimeoutError, InvalidUpdateError, CancelledError.
+  /// Runs the graph with `input` applied through the reducers as the START node's writes, from
+  /// the empty state, or with a checkpointer from the latest state of `config.thread_id` (or of
+  /// the checkpoint `config.checkpoint_id` names: a new branch). Returns the final state, or an
+  /// interrupted result. Throws GraphRecursionError, NodeError (a node threw; names the node
+  /// and the step), NodeTimeoutError, InvalidUpdateError, CancelledError, CheckpointError.
   RunResult<S> invoke(Update<S> input, const RunConfig& config = {}) const {
-    return run(std::move(input), config, nullptr);
+    detail::RunRequest<S> request;
+    request.input = std::move(input);
+    return run(std::move(request), config, nullptr);
   }
 
   /// invoke with a whole state as input (each field through its reducer).
   RunResult<S> invoke(const S& input, const RunConfig& config = {}) const {
-    return run(Update<S>::from_state(input), config, nullptr);
+    return invoke(Update<S>::from_state(input), config);
   }
 
-  /// invoke with a Command: its update is the input; `resume` needs a checkpointer.
+  /// Continues the thread `config.thread_id` from its checkpoint with a Command (needs a
+  /// checkpointer): `resume` answers pending interrupts (a value, or an object mapping interrupt
+  /// ids to values; the interrupted nodes run again from the start), `update` is applied to the
+  /// state, `go_to` adds nodes to run. Throws like invoke, and sg::Error without a checkpointer.
   RunResult<S> invoke(Command<S> input, const RunConfig& config = {}) const {
-    if (input.resume)
-      throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
-    if (!input.go_to.empty()) {
+    if (!def_->options.checkpointer) {
+      if (input.resume)
+        throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
       throw Error(errc::kInvalidRun,
-                  "Command(goto=...) as graph input needs a checkpointed thread to continue");
+                  "a Command as graph input needs a checkpointer (it continues a thread)");
     }
-    return run(std::move(input.update), config, nullptr);
+    detail::RunRequest<S> request;
+    request.resume = std::move(input.resume);
+    if (!input.update.empty()) request.update = std::move(input.update);
+    request.go_to = std::move(input.go_to);
+    return run(std::move(request), config, nullptr);
+  }
+
+  /// Continues the thread from its checkpoint without new input (LangGraph's `invoke(None)`):
+  /// after an interrupt_before/after stop, a failure or a crash. With `config.checkpoint_id`,
+  /// replays from that checkpoint on a new branch.
+  RunResult<S> resume(const RunConfig& config) const {
+    return run(detail::RunRequest<S>{}, config, nullptr);
   }
 
   /// Runs like invoke and calls `on_event` for each event of `modes`, in order, on the calling
   /// thread, as the run produces them (custom events and updates of parallel nodes as they come).
   RunResult<S> stream(Update<S> input, const RunConfig& config, StreamModes modes,
                       std::function<void(const StreamEvent<S>&)> on_event) const {
+    detail::RunRequest<S> request;
+    request.input = std::move(input);
     detail::StreamSpec<S> spec;
     spec.modes = modes;
     spec.sink = [&on_event](StreamEvent<S>&& e) { on_event(e); };
-    return run(std::move(input), config, &spec);
+    return run(std::move(request), config, &spec);
+  }
+
+  /// The state of `config.thread_id` at its latest checkpoint (or `config.checkpoint_id`): values,
+  /// next nodes, tasks, interrupts, config, metadata. nullopt for a thread without checkpoints.
+  /// Throws sg::Error without a checkpointer, CheckpointError for unreadable data.
+  [[nodiscard]] std::optional<StateSnapshot<S>> get_state(const RunConfig& config) const {
+    detail::Runner<S> runner(def_, config, nullptr, this->need_checkpointer());
+    return runner.snapshot();
+  }
+
+  /// The thread's checkpoints as snapshots, newest first; `options.filter` (metadata), `before`
+  /// and `limit` as in Checkpointer::list. Throws like get_state.
+  [[nodiscard]] std::vector<StateSnapshot<S>> get_state_history(const RunConfig& config,
+                                                                ListOptions options = {}) const {
+    Checkpointer* saver = this->need_checkpointer();
+    options.thread_id = config.thread_id;
+    options.checkpoint_ns = config.checkpoint_ns;
+    std::vector<StateSnapshot<S>> out;
+    for (const auto& tuple : saver->list(options)) {
+      detail::Runner<S> runner(def_, config, nullptr, saver);
+      out.push_back(runner.snapshot_of(tuple));
+    }
+    return out;
+  }
+
+  /// LangGraph's update_state: applies `values` as if node `as_node` had returned them (its
+  /// reducers; then its edges decide what runs next) in a new checkpoint with source "update".
+  /// Without as_node, the node that ran last is used ("Ambiguous update, specify as_node" when
+  /// several did). as_node sg::END applies the values and leaves nothing to run; "__copy__"
+  /// copies the checkpoint (source "fork"). With `config.checkpoint_id` the new checkpoint
+  /// branches from that one (a fork). Returns the new checkpoint's config.
+  CheckpointConfig update_state(const RunConfig& config, Update<S> values,
+                                std::optional<std::string> as_node = std::nullopt) const {
+    detail::Runner<S> runner(def_, config, nullptr, this->need_checkpointer());
+    return runner.update_state(std::move(values), std::move(as_node));
   }
 
   /// An iterable stream of the run's events (see EventStream).
@@ -416,8 +470,16 @@ class CompiledGraph {
         }
       };
     }
+    detail::RunRequest<S> request;
+    Checkpointer* saver =
+        def_->options.checkpointer ? def_->options.checkpointer.get() : hooks.checkpointer();
+    if (saver && !ctx.resume_values().empty()) {
+      request.resume = ctx.resume_values().back();  // the parent resumes this interrupted subgraph
+    } else {
+      request.input = std::move(input);
+    }
     try {
-      RunResult<S> result = run(std::move(input), config, modes.empty() ? nullptr : &spec);
+      RunResult<S> result = run(std::move(request), config, modes.empty() ? nullptr : &spec, saver);
       if (result.interrupted()) {
         throw detail::GraphInterrupt{std::move(result.interrupts)};
       }
@@ -436,11 +498,18 @@ class CompiledGraph {
   friend class StateGraph<S>;
   explicit CompiledGraph(std::shared_ptr<const detail::GraphDef<S>> def) : def_(std::move(def)) {}
 
-  RunResult<S> run(Update<S>&& input, const RunConfig& config,
-                   detail::StreamSpec<S>* stream) const {
-    detail::Runner<S> runner(def_, config, stream);
+  Checkpointer* need_checkpointer() const {
+    if (!def_->options.checkpointer) {
+      throw Error(errc::kInvalidRun, "this graph was compiled without a checkpointer");
+    }
+    return def_->options.checkpointer.get();
+  }
+
+  RunResult<S> run(detail::RunRequest<S>&& request, const RunConfig& config,
+                   detail::StreamSpec<S>* stream, Checkpointer* inherited = nullptr) const {
+    detail::Runner<S> runner(def_, config, stream, inherited);
     try {
-      return runner.run(std::move(input));
+      return runner.run(std::move(request));
     } catch (detail::ParentCommand&) {
       if (config.checkpoint_ns.empty()) {
         throw Error(errc::kInvalidRun,

@@ -3,10 +3,12 @@
 #include <stategraph/core/list_update.hpp>
 #include <stategraph/core/message.hpp>
 
+#include <cstdint>
 #include <initializer_list>
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sg {
@@ -27,8 +29,27 @@ struct AddMessages {
   using value_type = std::vector<Message>;
   using update_type = ListUpdate<Message>;
 
+  /// What the executor keeps per message-list field and run (see CachedReducer): an id index, so
+  /// that appending is O(1) whatever the list's length, and, with `track`, the position of each
+  /// message in the last checkpointed list (`origin`, -1 for a message added or replaced since)
+  /// so a checkpoint stores only what changed. Not synchronized.
+  struct Cache {
+    bool track = false;
+    std::vector<std::int64_t> origin;
+    std::unordered_map<std::string, std::size_t> index;  // id -> last position
+    bool indexed = false;
+
+    /// Makes `messages` the base list: every message at its own position.
+    void rebase(const std::vector<Message>& messages);
+    /// The list was replaced wholesale: every message is new.
+    void overwritten(const std::vector<Message>& messages);
+  };
+
   /// Merges `update` into `messages` in place. Throws InvalidUpdateError as described above.
   void apply(std::vector<Message>& messages, ListUpdate<Message>&& update) const;
+  /// The same, using and maintaining `cache`, which must have followed every change of
+  /// `messages` since it was built (the executor guarantees that).
+  void apply(std::vector<Message>& messages, ListUpdate<Message>&& update, Cache& cache) const;
 
   /// Functional form: the merged list of `left` and `right`.
   [[nodiscard]] std::vector<Message> operator()(std::vector<Message> left,

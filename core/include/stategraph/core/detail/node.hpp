@@ -26,6 +26,30 @@ struct TaskInput {
 template <State S>
 using NodeFunction = std::function<Command<S>(const TaskInput<S>&, Context&)>;
 
+/// Rebuilds a node's Send argument from a checkpoint.
+using ArgReader = std::function<std::any(const nlohmann::json&)>;
+
+/// The ArgReader of a node taking `In`.
+template <State S, class In>
+ArgReader make_arg_reader() {
+  return [](const nlohmann::json& value) -> std::any {
+    if constexpr (std::is_same_v<In, S>) {
+      if constexpr (kJsonState<S>) {
+        return std::any(state_from_json<S>(value));
+      } else {
+        throw Error(errc::kInvalidRun,
+                    "a Send argument of this state type cannot be restored: its fields do not "
+                    "convert to JSON");
+      }
+    } else if constexpr (JsonConvertible<In>) {
+      return std::any(value.get<In>());
+    } else {
+      throw Error(errc::kInvalidRun,
+                  "a Send argument of this type cannot be restored: it does not convert to JSON");
+    }
+  };
+}
+
 template <class T>
 struct IsCommand : std::false_type {};
 template <class S>

@@ -8,11 +8,14 @@
 // After all finish, their writes are applied field by field in task order, the routers and
 // Commands pick the next tasks, and the stream gets its events.
 
+#include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/detail/node.hpp>
+#include <stategraph/core/detail/persistence.hpp>
 #include <stategraph/core/detail/topology.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/thread_pool.hpp>
+#include <stategraph/core/uuid.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -22,6 +25,7 @@
 #include <mutex>
 #include <optional>
 #include <random>
+#include <set>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -33,6 +37,7 @@ template <State S>
 struct NodeEntry {
   NodeFunction<S> fn;
   NodeOptions options;
+  ArgReader read_arg;  // rebuilds a Send argument from a checkpoint
 };
 
 /// A compiled graph's immutable data, shared by its runs (and by abandoned timed-out tasks).
@@ -102,6 +107,7 @@ struct RunShared final : RunHooks {
 
   RunConfig cfg;
   Store* store_ptr = nullptr;
+  Checkpointer* saver = nullptr;
   bool stream_custom = false;
   StreamModes sub_modes{};
   std::vector<std::string> ns;
@@ -126,6 +132,7 @@ struct RunShared final : RunHooks {
   [[nodiscard]] StreamModes subgraph_modes() const noexcept override { return sub_modes; }
   [[nodiscard]] const std::vector<std::string>& stream_ns() const noexcept override { return ns; }
   [[nodiscard]] void* event_sink() const noexcept override { return sink; }
+  [[nodiscard]] Checkpointer* checkpointer() const noexcept override { return saver; }
 
   void write_custom(const std::string& node, int step, nlohmann::json value) override {
     if (!stream_custom) return;
@@ -167,10 +174,26 @@ struct TimedAttempt {
   std::chrono::steady_clock::time_point deadline;
 };
 
+/// The cache slot of a field whose reducer keeps none.
+struct MonostateCache {
+  struct Cache {};
+};
+
+/// What a run starts from: new input (applied by the START task), or the thread's checkpoint
+/// (resume / continue), optionally with a Command's resume value, update and gotos.
+template <State S>
+struct RunRequest {
+  std::optional<Update<S>> input{};
+  std::optional<nlohmann::json> resume{};
+  std::optional<Update<S>> update{};
+  std::vector<Goto> go_to{};
+};
+
 template <State S>
 class Runner {
  public:
-  Runner(std::shared_ptr<const GraphDef<S>> def, const RunConfig& config, StreamSpec<S>* stream)
+  Runner(std::shared_ptr<const GraphDef<S>> def, const RunConfig& config, StreamSpec<S>* stream,
+         Checkpointer* inherited = nullptr)
       : def_(std::move(def)),
         topo_(def_->topo),
         stream_(stream),
@@ -188,50 +211,225 @@ class Runner {
     join_marks_.resize(topo_.joins.size());
     for (std::size_t j = 0; j < topo_.joins.size(); ++j)
       join_marks_[j].assign(topo_.joins[j].sources.size(), 0);
+    changed_.assign(field_count_v<S>, 0);
+    saver_ = def_->options.checkpointer ? def_->options.checkpointer.get() : inherited;
+    shared_->saver = saver_;
+    if (saver_) {
+      if constexpr (!kJsonState<S>) {
+        throw Error(errc::kInvalidRun,
+                    "a checkpointer needs a state whose fields convert to and from JSON");
+      }
+      if (config.thread_id.empty())
+        throw Error(errc::kInvalidRun, "a graph with a checkpointer needs RunConfig::thread_id");
+      durability_ = config.durability.value_or(saver_->default_durability());
+      if (durability_ == Durability::async) writer_ = std::make_unique<AsyncWriter>();
+      run_id_ = config.run_id.empty() ? new_uuid4() : config.run_id;
+      stored_ = CheckpointConfig{config.thread_id, config.checkpoint_ns, {}};
+      stored_version_.assign(field_count_v<S>, -1);
+      for_each_field<S>([&](auto i) {
+        using R = typename field_t<S, i>::reducer_type;
+        if constexpr (TrackedListReducer<R>) std::get<i>(caches_).track = true;
+      });
+    }
   }
 
-  ~Runner() { shared_->alive.store(false); }
+  ~Runner() {
+    shared_->alive.store(false);
+    writer_.reset();  // waits for queued background writes
+  }
   Runner(const Runner&) = delete;
   Runner& operator=(const Runner&) = delete;
 
-  /// Runs the graph from its empty state with `input` as the START task's writes.
-  RunResult<S> run(Update<S>&& input) {
+  /// Runs the graph: from new input, or (with a checkpointer) continuing the thread's checkpoint.
+  RunResult<S> run(RunRequest<S>&& request) {
     const int limit = shared_->cfg.recursion_limit;
     if (limit < 1) throw Error(errc::kInvalidRun, "recursion_limit must be at least 1");
+    std::optional<CheckpointTuple> loaded;
+    if (saver_) {
+      loaded = saver_->get_tuple(CheckpointConfig{
+          shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
+      if (!shared_->cfg.checkpoint_id.empty() && !loaded) {
+        throw Error(errc::kInvalidRun, "thread '" + shared_->cfg.thread_id +
+                                           "' has no checkpoint '" + shared_->cfg.checkpoint_id +
+                                           "'");
+      }
+      if (loaded) restore(*loaded);
+    }
 
-    // Superstep 0: the START task applies the input through the reducers.
-    step_ = 0;
-    tasks_.resize(1);
-    reset_task(tasks_[0], topo_.start, -1);
-    tasks_[0].output.emplace(Command<S>{std::move(input), {}, {}, {}});
-    finish_step();
+    bool skip_breakpoint = false;
+    int entry_step = -1;
+    bool input_saved = false;
+    if (!request.input && pending_start_) {
+      // The thread stopped after storing an input its START task had not applied yet.
+      request.input = std::move(pending_start_);
+      pending_start_.reset();
+      input_saved = true;
+    }
+    if (request.input) {
+      // New input: the START task applies it (after an input checkpoint when persisting). On an
+      // existing thread, the previous run's unfinished tasks are dropped.
+      clear_schedule();
+      resumed_writes_.clear();
+      if (saver_ && !input_saved) {
+        step_ = loaded ? step_ + 1 : -1;
+        if constexpr (kJsonState<S>) start_input_ = update_to_json(*request.input);
+        save_checkpoint("input", {});
+      } else if (!saver_) {
+        step_ = -1;
+      }
+      entry_step = step_;
+      ++step_;
+      tasks_.resize(1);
+      reset_task(tasks_[0], topo_.start, -1);
+      tasks_[0].output.emplace(Command<S>{std::move(*request.input), {}, {}, {}});
+      finish_step();
+      save_step();
+    } else {
+      if (!saver_) throw Error(errc::kInvalidRun, "continuing a thread needs a checkpointer");
+      if (!loaded) {
+        throw Error(errc::kInvalidRun,
+                    "thread '" + shared_->cfg.thread_id + "' has no checkpoint to resume");
+      }
+      entry_step = step_;
+      if (!shared_->cfg.checkpoint_id.empty() && !request.resume) {
+        // Time travel: replay from an older checkpoint on a new branch; its saved writes are stale.
+        resumed_writes_.clear();
+        save_checkpoint("fork", {});
+      } else {
+        skip_breakpoint = resumed_writes_.count(std::string(kRunTaskId)) > 0;
+      }
+      if (request.update || !request.go_to.empty()) {
+        apply_command(std::move(request.update), std::move(request.go_to));
+        skip_breakpoint = false;
+      }
+    }
+    resume_ = std::move(request.resume);
 
-    for (step_ = 1;; ++step_) {
+    for (++step_;; ++step_) {
       check_cancelled();
-      if (step_ > limit) {
+      if (step_ > entry_step + limit + 1) {
         throw GraphRecursionError("Recursion limit of " + std::to_string(limit) +
                                   " reached without hitting a stop condition. You can increase the "
                                   "limit by setting the `recursion_limit` config key.");
       }
       prepare_tasks();
       if (tasks_.empty()) break;
-      if (hits(topo_.interrupt_before) || hits_config(shared_->cfg.interrupt_before)) {
+      restore_task_writes();
+      if (!skip_breakpoint &&
+          (hits(topo_.interrupt_before) || hits_config(shared_->cfg.interrupt_before))) {
+        save_run_write(kBreakpointWrite, true);
+        finish_persisting();
         return interrupted({});
       }
+      skip_breakpoint = false;
       execute_tasks();
-      raise_errors();
-      if (auto pending = collect_interrupts(); !pending.empty())
+      if (auto error = first_error()) {
+        finish_persisting();
+        raise(*error);
+      }
+      if (auto pending = collect_interrupts(); !pending.empty()) {
+        finish_persisting();
         return interrupted(std::move(pending));
+      }
       raise_parent_commands();
       finish_step();
+      save_step();
       if (hits(topo_.interrupt_after) || hits_config(shared_->cfg.interrupt_after)) {
+        finish_persisting();
         prepare_tasks();
         return interrupted({});
       }
     }
+    finish_persisting();
     RunResult<S> result;
     result.state = std::move(state_);
     return result;
+  }
+
+  /// The snapshot of the checkpoint `config` names (latest when it names none).
+  std::optional<StateSnapshot<S>> snapshot() {
+    auto loaded = saver_->get_tuple(CheckpointConfig{
+        shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
+    if (!loaded) return std::nullopt;
+    return snapshot_of(*loaded);
+  }
+
+  /// The snapshot of a loaded checkpoint.
+  StateSnapshot<S> snapshot_of(const CheckpointTuple& tuple) {
+    restore(tuple);
+    ++step_;
+    prepare_tasks();
+    restore_task_writes();
+    StateSnapshot<S> out;
+    for (const Task& t : tasks_) {
+      out.next.push_back(name_of(t.node));
+      TaskState ts;
+      ts.id = std::string(t.info.id.data(), t.info.id.size());
+      ts.name = name_of(t.node);
+      for (const auto& w : task_writes_of(t)) {
+        if (w.channel == kErrorChannel)
+          ts.error = w.value.is_string() ? w.value.template get<std::string>() : w.value.dump();
+        if (w.channel == kInterruptChannel) {
+          for (const auto& i : w.value) {
+            ts.interrupts.push_back(Interrupt{i.value("id", std::string()),
+                                              i.value("value", nlohmann::json()),
+                                              i.value("node", std::string())});
+          }
+        }
+      }
+      out.interrupts.insert(out.interrupts.end(), ts.interrupts.begin(), ts.interrupts.end());
+      out.tasks.push_back(std::move(ts));
+    }
+    out.values = std::move(state_);
+    out.config = tuple.config;
+    out.metadata = tuple.metadata;
+    out.created_at = tuple.checkpoint.ts;
+    out.parent_config = tuple.parent_config;
+    return out;
+  }
+
+  /// LangGraph's update_state: applies `values` as the writes of `as_node` (its reducers, then
+  /// its edges pick what runs next) in a new checkpoint with source "update". as_node END only
+  /// applies the values and clears what would run next; "__copy__" forks the checkpoint.
+  CheckpointConfig update_state(Update<S>&& values, std::optional<std::string> as_node) {
+    auto loaded = saver_->get_tuple(CheckpointConfig{
+        shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
+    if (loaded) restore(*loaded);
+    if (as_node && *as_node == "__copy__") {
+      if (!loaded) throw Error(errc::kInvalidRun, "there is no checkpoint to copy");
+      save_checkpoint("fork", {});
+      finish_persisting();
+      return stored_;
+    }
+    int node = topo_.start;
+    if (as_node && *as_node == END) {
+      node = Topology::kEnd;
+    } else if (as_node) {
+      auto it = topo_.ids.find(*as_node);
+      if (it == topo_.ids.end())
+        throw Error(errc::kInvalidRun, "update_state: unknown node '" + *as_node + "'");
+      node = it->second;
+    } else if (loaded) {
+      node = last_writer();
+    }
+    if (!loaded) step_ = -1;
+    ++step_;
+    clear_schedule();
+    resumed_writes_.clear();
+    if (node == Topology::kEnd) {
+      tasks_.clear();
+      Update<S> update = std::move(values);
+      apply_update(state_, std::move(update), "__end__");
+      changed_all_fields_ = true;
+    } else {
+      tasks_.resize(1);
+      reset_task(tasks_[0], node, -1);
+      tasks_[0].output.emplace(Command<S>{std::move(values), {}, {}, {}});
+      finish_step();
+    }
+    save_checkpoint("update", {});
+    finish_persisting();
+    return stored_;
   }
 
  private:
@@ -245,10 +443,13 @@ class Runner {
     std::vector<Interrupt> interrupts;
     std::vector<Goto> routes;
     bool ran = false;
+    bool restored = false;  // its writes were saved before a crash or interrupt: not run again
   };
   struct PendingSend {
     int node;
     std::any arg;
+    std::function<nlohmann::json(const std::any&)> to_json{};
+    std::optional<nlohmann::json> arg_json{};  // as read from a checkpoint
   };
 
   [[nodiscard]] const std::string& name_of(int id) const {
@@ -269,6 +470,7 @@ class Runner {
     t.interrupts.clear();
     t.routes.clear();
     t.ran = false;
+    t.restored = false;
   }
 
   /// Deterministic task id: a hash of the thread, step, node and Send index.
@@ -280,6 +482,7 @@ class Runner {
     };
     mix(shared_->cfg.thread_id);
     mix(shared_->cfg.checkpoint_ns);
+    mix(current_id_);
     const std::int64_t numbers[2] = {step_, t.send_index};
     mix(std::string_view(reinterpret_cast<const char*>(numbers), sizeof numbers));
     mix(name_of(t.node));
@@ -380,13 +583,16 @@ class Runner {
       for (const Task& t : tasks_) emit_debug_start(t);
     }
     if (tasks_.size() == 1 && !is_timed(tasks_[0])) {
+      if (tasks_[0].restored) return;
       run_task(tasks_[0]);
       emit_task_finished(tasks_[0]);
+      if (tasks_[0].error || !tasks_[0].interrupts.empty()) save_task_outcome(tasks_[0]);
       return;
     }
     claimable_.clear();
     timed_.clear();
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      if (tasks_[i].restored) continue;
       if (is_timed(tasks_[i])) {
         timed_.push_back(TimedSlot{i});
       } else {
@@ -442,7 +648,7 @@ class Runner {
   /// the run may end: after that only `shared` (kept alive by the caller) may be touched.
   void run_claimed(std::size_t k, RunShared& shared) {
     const std::size_t index = claimable_[k];
-    if (!shared.step_failed.load() && !shared.cfg.cancellation.cancelled()) {
+    if (!shared.cfg.cancellation.cancelled()) {
       const auto began = std::chrono::steady_clock::now();
       run_task(tasks_[index]);
       const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -532,6 +738,7 @@ class Runner {
           t.ran = true;
           slot.done = true;
           emit_task_finished(t);
+          save_task_outcome(t);
           continue;
         }
         error = a.error;
@@ -557,6 +764,7 @@ class Runner {
         slot.done = true;
         shared_->step_failed.store(true);
         emit_task_finished(t);
+        save_task_outcome(t);
       }
     }
     return wake;
@@ -606,30 +814,40 @@ class Runner {
       finished.swap(shared_->finished);
     }
     for (auto& d : deliveries) d();
-    for (std::size_t i : finished) emit_task_finished(tasks_[i]);
+    for (std::size_t i : finished) {
+      emit_task_finished(tasks_[i]);
+      if (tasks_[i].ran) save_task_outcome(tasks_[i]);
+    }
   }
 
-  /// Throws the first failure in task order: CancelledError, NodeTimeoutError, or NodeError
-  /// wrapping what the node threw.
-  void raise_errors() {
-    check_cancelled();
-    for (Task& t : tasks_) {
-      if (!t.error) continue;
-      try {
-        std::rethrow_exception(t.error);
-      } catch (const CancelledError&) {
-        throw;
-      } catch (const NodeTimeoutError&) {
-        throw;
-      } catch (const std::exception& e) {
-        throw NodeError("node '" + name_of(t.node) + "' failed at step " + std::to_string(step_) +
-                            ": " + e.what(),
-                        name_of(t.node), step_);
-      } catch (...) {
-        throw NodeError("node '" + name_of(t.node) + "' failed at step " + std::to_string(step_) +
-                            ": an exception not derived from std::exception",
-                        name_of(t.node), step_);
-      }
+  /// The first failed task in task order (cancellation first of all).
+  std::optional<std::size_t> first_error() {
+    if (shared_->cfg.cancellation.cancelled()) return tasks_.size();
+    for (std::size_t i = 0; i < tasks_.size(); ++i) {
+      if (tasks_[i].error) return i;
+    }
+    return std::nullopt;
+  }
+
+  /// Throws task `index`'s failure: CancelledError, NodeTimeoutError, or NodeError wrapping what
+  /// the node threw (index == tasks_.size(): the run was cancelled).
+  [[noreturn]] void raise(std::size_t index) {
+    if (index >= tasks_.size()) throw CancelledError();
+    const Task& t = tasks_[index];
+    try {
+      std::rethrow_exception(t.error);
+    } catch (const CancelledError&) {
+      throw;
+    } catch (const NodeTimeoutError&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw NodeError("node '" + name_of(t.node) + "' failed at step " + std::to_string(step_) +
+                          ": " + e.what(),
+                      name_of(t.node), step_);
+    } catch (...) {
+      throw NodeError("node '" + name_of(t.node) + "' failed at step " + std::to_string(step_) +
+                          ": an exception not derived from std::exception",
+                      name_of(t.node), step_);
     }
   }
 
@@ -699,8 +917,15 @@ class Runner {
         }
       }
       if (writes.empty()) return;
-      apply_writes<R>(field_reducer<S, i>(), field_value<i>(state_),
-                      std::span<Write<R>* const>(writes), names_, field_t<S, i>::name);
+      changed_[i] = 1;
+      if constexpr (CachedReducer<R>) {
+        apply_writes<R>(field_reducer<S, i>(), field_value<i>(state_),
+                        std::span<Write<R>* const>(writes), names_, field_t<S, i>::name,
+                        &std::get<i>(caches_));
+      } else {
+        apply_writes<R>(field_reducer<S, i>(), field_value<i>(state_),
+                        std::span<Write<R>* const>(writes), names_, field_t<S, i>::name);
+      }
     });
   }
 
@@ -744,7 +969,8 @@ class Runner {
       Send& send = go.send();
       const int node = topo_.resolve(send.node, via);
       if (node == Topology::kEnd) throw Error(errc::kInvalidRun, std::string(via) + " sent to END");
-      next_push_.push_back(PendingSend{node, std::move(send.arg)});
+      next_push_.push_back(
+          PendingSend{node, std::move(send.arg), std::move(send.arg_to_json), std::nullopt});
       return;
     }
     const int node = topo_.resolve(go.node(), via);
@@ -779,6 +1005,458 @@ class Runner {
         }
       }
     }
+  }
+
+  // ------------------------------------------------------------------ persistence
+
+  [[nodiscard]] CheckpointConfig current_config() const {
+    return CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, current_id_};
+  }
+
+  void clear_schedule() {
+    for (int node : next_pull_) pull_mark_[static_cast<std::size_t>(node)] = 0;
+    next_pull_.clear();
+    next_push_.clear();
+    for (auto& marks : join_marks_) std::fill(marks.begin(), marks.end(), 0);
+  }
+
+  /// Loads a checkpoint into the run: state, what runs next, versions, saved writes.
+  void restore(const CheckpointTuple& tuple) {
+    if constexpr (kJsonState<S>) {
+      const auto& values = tuple.checkpoint.channel_values;
+      state_ = S{};
+      versions_ = tuple.checkpoint.channel_versions;
+      versions_seen_ = tuple.checkpoint.versions_seen;
+      max_version_ = 0;
+      for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
+      step_ = tuple.metadata.value("step", -1);
+      for_each_field<S>([&](auto i) {
+        const std::string name(field_t<S, i>::name);
+        auto it = values.find(name);
+        if (it != values.end()) {
+          try {
+            field_value<i>(state_) = it->template get<typename field_t<S, i>::value_type>();
+          } catch (const std::exception& e) {
+            throw CheckpointError(errc::kCheckpointCorrupt,
+                                  "thread '" + tuple.config.thread_id + "', checkpoint '" +
+                                      tuple.config.checkpoint_id + "': field '" + name +
+                                      "' does not fit the state: " + e.what());
+          }
+        }
+        using R = typename field_t<S, i>::reducer_type;
+        if constexpr (CachedReducer<R>) {
+          auto& cache = std::get<i>(caches_);
+          cache.overwritten(field_value<i>(state_));
+          if constexpr (TrackedListReducer<R>) cache.rebase(field_value<i>(state_));
+        }
+        auto v = versions_.find(name);
+        stored_version_[i] = v != versions_.end() ? v->second : -1;
+      });
+      clear_schedule();
+      pending_start_.reset();
+      for (const auto& [ch, v] : versions_) {
+        if (ch.rfind(kBranchPrefix, 0) == 0) {
+          const std::string node = ch.substr(kBranchPrefix.size());
+          auto it = topo_.ids.find(node);
+          if (it == topo_.ids.end() || it->second == topo_.start) {
+            throw CheckpointError(errc::kCheckpointInvalid,
+                                  "thread '" + tuple.config.thread_id + "', checkpoint '" +
+                                      tuple.config.checkpoint_id + "' schedules node '" + node +
+                                      "', which this graph does not have");
+          }
+          trigger(it->second);
+        } else if (ch == kTasksChannel) {
+          for (const auto& send :
+               values.value(std::string(kTasksChannel), nlohmann::json::array())) {
+            const int node =
+                topo_.resolve(send.value("node", std::string()), "a checkpoint's pending Send");
+            next_push_.push_back(PendingSend{node,
+                                             def_->nodes[static_cast<std::size_t>(node)].read_arg(
+                                                 send.value("arg", nlohmann::json())),
+                                             {},
+                                             send.value("arg", nlohmann::json())});
+          }
+        } else if (ch.rfind(kJoinPrefix, 0) == 0) {
+          for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
+            if (join_channel(topo_, topo_.joins[j]) != ch) continue;
+            for (const auto& seen : values.value(ch, nlohmann::json::array())) {
+              for (std::size_t k = 0; k < topo_.joins[j].sources.size(); ++k) {
+                if (name_of(topo_.joins[j].sources[k]) == seen) join_marks_[j][k] = 1;
+              }
+            }
+          }
+        } else if (ch == kStartChannel) {
+          auto it = values.find(std::string(kStartChannel));
+          if (it != values.end()) pending_start_ = update_from_json<S>(*it);
+        }
+      }
+      stored_ = tuple.config;
+      current_id_ = tuple.config.checkpoint_id;
+      resumed_writes_.clear();
+      for (const auto& w : tuple.pending_writes) resumed_writes_[w.task_id].push_back(w);
+    }
+  }
+
+  [[nodiscard]] const std::vector<PendingWrite>& task_writes_of(const Task& t) const {
+    static const std::vector<PendingWrite> none;
+    auto it = resumed_writes_.find(std::string(t.info.id.data(), t.info.id.size()));
+    return it == resumed_writes_.end() ? none : it->second;
+  }
+
+  /// Applies the writes saved for this step's tasks: finished tasks are not run again, resume
+  /// values reach interrupted tasks, and the run's resume value is matched to an interrupt.
+  void restore_task_writes() {
+    if (!saver_ || resumed_writes_.empty()) {
+      resume_.reset();
+      return;
+    }
+    std::vector<std::pair<std::string, std::size_t>> pending;  // interrupt id -> task
+    for (std::size_t index = 0; index < tasks_.size(); ++index) {
+      Task& t = tasks_[index];
+      const auto& writes = task_writes_of(t);
+      const bool finished = std::any_of(writes.begin(), writes.end(), [](const PendingWrite& w) {
+        return w.channel == kGotoWrite;
+      });
+      for (const auto& w : writes) {
+        if (w.channel == kResumeChannel && w.value.is_array())
+          t.info.resume = w.value.template get<std::vector<nlohmann::json>>();
+        if (w.channel == kInterruptChannel && w.value.is_array() && !finished) {
+          for (const auto& i : w.value) pending.emplace_back(i.value("id", std::string()), index);
+        }
+      }
+      if (finished) restore_output(t, writes);
+    }
+    if (resume_ && !pending.empty()) {
+      std::vector<std::pair<std::size_t, nlohmann::json>> answers;
+      const bool as_map =
+          resume_->is_object() && !resume_->empty() &&
+          std::all_of(resume_->items().begin(), resume_->items().end(), [&](const auto& kv) {
+            return std::any_of(pending.begin(), pending.end(),
+                               [&](const auto& p) { return p.first == kv.key(); });
+          });
+      if (as_map) {
+        for (const auto& [id, index] : pending) {
+          if (resume_->contains(id)) answers.emplace_back(index, (*resume_)[id]);
+        }
+      } else {
+        if (pending.size() > 1) {
+          throw Error(errc::kInvalidRun,
+                      "there are " + std::to_string(pending.size()) +
+                          " pending interrupts: resume with a map from interrupt id to value");
+        }
+        answers.emplace_back(pending[0].second, *resume_);
+      }
+      for (auto& [index, value] : answers) {
+        Task& t = tasks_[index];
+        t.info.resume.push_back(std::move(value));
+        save_writes(std::string(t.info.id.data(), t.info.id.size()),
+                    {{std::string(kResumeChannel), nlohmann::json(t.info.resume)}});
+      }
+    }
+    resume_.reset();
+  }
+
+  /// Rebuilds a finished task's output from its saved writes.
+  void restore_output(Task& t, const std::vector<PendingWrite>& writes) {
+    if constexpr (kJsonState<S>) {
+      Command<S> command;
+      for (const auto& w : writes) {
+        if (w.channel == kGotoWrite) {
+          for (const auto& go : w.value) {
+            if (go.is_string()) {
+              command.go_to.emplace_back(go.get<std::string>());
+            } else {
+              const std::string node = go.value("node", std::string());
+              const int id = topo_.resolve(node, "a saved Send");
+              Send send(node, def_->nodes[static_cast<std::size_t>(id)].read_arg(
+                                  go.value("arg", nlohmann::json())));
+              command.go_to.emplace_back(std::move(send));
+            }
+          }
+          continue;
+        }
+        detail::visit_field_named<S>(w.channel, [&](auto i) {
+          command.update.template slot<i>() =
+              write_from_json<typename field_t<S, i>::reducer_type>(w.value);
+        });
+      }
+      t.output = std::move(command);
+      t.ran = true;
+      t.restored = true;
+    }
+  }
+
+  /// Saves what a finished task produced against the current checkpoint: its writes, its
+  /// interrupts, or its error.
+  void save_task_outcome(const Task& t) {
+    if (!saver_ || t.restored) return;
+    if constexpr (kJsonState<S>) {
+      std::vector<std::pair<std::string, nlohmann::json>> writes;
+      if (t.error) {
+        std::string what = "unknown exception";
+        try {
+          std::rethrow_exception(t.error);
+        } catch (const std::exception& e) {
+          what = e.what();
+        } catch (...) {
+        }
+        writes.emplace_back(std::string(kErrorChannel), what);
+      } else if (!t.interrupts.empty()) {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& i : t.interrupts)
+          list.push_back({{"id", i.id}, {"value", i.value}, {"node", i.node}});
+        writes.emplace_back(std::string(kInterruptChannel), std::move(list));
+      } else if (t.output) {
+        for_each_field<S>([&](auto i) {
+          if (const auto& slot = t.output->update.template slot<i>()) {
+            writes.emplace_back(std::string(field_t<S, i>::name),
+                                write_to_json<typename field_t<S, i>::reducer_type>(*slot));
+          }
+        });
+        nlohmann::json gotos = nlohmann::json::array();
+        for (const auto& go : t.output->go_to) {
+          if (!go.is_send()) {
+            gotos.push_back(go.node());
+            continue;
+          }
+          auto& send = const_cast<Goto&>(go).send();
+          gotos.push_back(
+              {{"node", send.node}, {"arg", send_arg_json(send.node, send.arg, send.arg_to_json)}});
+        }
+        writes.emplace_back(std::string(kGotoWrite), std::move(gotos));
+      } else {
+        return;
+      }
+      save_writes(std::string(t.info.id.data(), t.info.id.size()), std::move(writes));
+    }
+  }
+
+  nlohmann::json send_arg_json(
+      const std::string& node, const std::any& arg,
+      const std::function<nlohmann::json(const std::any&)>& to_json) const {
+    if constexpr (kJsonState<S>) {
+      if (const S* state = std::any_cast<S>(&arg)) return state_to_json(*state);
+    }
+    if (to_json) return to_json(arg);
+    throw Error(errc::kInvalidRun,
+                "the argument of a Send to node '" + node +
+                    "' cannot be checkpointed: its type does not convert to JSON");
+  }
+
+  void save_writes(std::string task_id,
+                   std::vector<std::pair<std::string, nlohmann::json>> writes) {
+    if (durability_ == Durability::exit) {
+      exit_writes_.emplace_back(current_id_, std::move(task_id), std::move(writes));
+      return;
+    }
+    auto job = [saver = saver_, config = current_config(), task_id = std::move(task_id),
+                writes = std::move(writes)] { saver->put_writes(config, writes, task_id); };
+    if (writer_) {
+      writer_->submit(std::move(job));
+    } else {
+      job();
+    }
+  }
+
+  void save_run_write(std::string_view channel, nlohmann::json value) {
+    if (!saver_) return;
+    save_writes(std::string(kRunTaskId), {{std::string(channel), std::move(value)}});
+  }
+
+  /// After a superstep: a "loop" checkpoint.
+  void save_step() { save_checkpoint("loop", {}); }
+
+  /// Records a checkpoint of the run's current state (stored now, in the background, or at the
+  /// end, by durability).
+  void save_checkpoint(const char* source, const std::vector<int>& /*unused*/) {
+    if (!saver_) return;
+    if constexpr (kJsonState<S>) {
+      const std::int64_t v = ++max_version_;
+      for_each_field<S>([&](auto i) {
+        if (!changed_[i] && !changed_all_fields_) return;
+        const std::string name(field_t<S, i>::name);
+        versions_[name] = v;
+        dirty_.insert(name);
+        changed_[i] = 0;
+      });
+      changed_all_fields_ = false;
+      std::erase_if(versions_, [](const auto& kv) {
+        const std::string& ch = kv.first;
+        return ch.rfind(kBranchPrefix, 0) == 0 || ch.rfind(kJoinPrefix, 0) == 0 ||
+               ch == kTasksChannel || ch == kStartChannel;
+      });
+      for (int node : next_pull_) versions_[branch_channel(name_of(node))] = v;
+      if (!next_push_.empty()) versions_[std::string(kTasksChannel)] = v;
+      for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
+        if (std::any_of(join_marks_[j].begin(), join_marks_[j].end(),
+                        [](char m) { return m != 0; })) {
+          versions_[join_channel(topo_, topo_.joins[j])] = v;
+        }
+      }
+      if (start_input_) versions_[std::string(kStartChannel)] = v;
+      for (const auto& [ch, version] : versions_) {
+        if (version == v) dirty_.insert(ch);
+      }
+      for (const Task& t : tasks_) {
+        if (t.node != topo_.start && t.ran)
+          versions_seen_[name_of(t.node)] = {{branch_channel(name_of(t.node)), v}};
+      }
+      Checkpoint cp;
+      cp.id = new_checkpoint_id(step_);
+      cp.ts = iso_timestamp_now();
+      cp.channel_versions = versions_;
+      cp.versions_seen = versions_seen_;
+      current_id_ = cp.id;
+      nlohmann::json metadata{{"source", source},
+                              {"step", step_},
+                              {"parents", nlohmann::json::object()},
+                              {"run_id", run_id_}};
+      if (shared_->cfg.metadata.is_object()) {
+        for (const auto& [key, value] : shared_->cfg.metadata.items()) {
+          if (value.is_primitive() && !value.is_null() && !metadata.contains(key))
+            metadata[key] = value;
+        }
+      }
+      pending_checkpoint_ = std::make_pair(std::move(cp), std::move(metadata));
+      if (durability_ != Durability::exit) store_pending_checkpoint();
+    }
+  }
+
+  /// Writes the recorded checkpoint: only the channels changed since the last stored one, message
+  /// lists as deltas.
+  void store_pending_checkpoint() {
+    if (!pending_checkpoint_) return;
+    if constexpr (kJsonState<S>) {
+      auto [cp, metadata] = std::move(*pending_checkpoint_);
+      pending_checkpoint_.reset();
+      ChannelVersions new_versions;
+      for (const auto& ch : dirty_) {
+        auto v = versions_.find(ch);
+        if (v == versions_.end()) continue;
+        new_versions[ch] = v->second;
+        cp.channel_values[ch] = channel_value(ch);
+      }
+      for_each_field<S>([&](auto i) {
+        const std::string name(field_t<S, i>::name);
+        if (!new_versions.count(name)) return;
+        stored_version_[i] = versions_[name];
+        using R = typename field_t<S, i>::reducer_type;
+        if constexpr (TrackedListReducer<R>) std::get<i>(caches_).rebase(field_value<i>(state_));
+      });
+      dirty_.clear();
+      start_input_.reset();
+      const CheckpointConfig parent = stored_;
+      stored_ = CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, cp.id};
+      auto job = [saver = saver_, parent, cp = std::move(cp), metadata = std::move(metadata),
+                  new_versions = std::move(new_versions)] {
+        saver->put(parent, cp, metadata, new_versions);
+      };
+      if (writer_) {
+        writer_->submit(std::move(job));
+      } else {
+        job();
+      }
+    }
+  }
+
+  /// The value of a channel for a checkpoint.
+  nlohmann::json channel_value(const std::string& channel) const {
+    if constexpr (kJsonState<S>) {
+      if (channel.rfind(kBranchPrefix, 0) == 0) return true;
+      if (channel == kStartChannel) return start_input_.value_or(nlohmann::json::object());
+      if (channel == kTasksChannel) {
+        nlohmann::json sends = nlohmann::json::array();
+        for (const auto& send : next_push_) {
+          sends.push_back(
+              {{"node", name_of(send.node)},
+               {"arg", send.arg_json ? *send.arg_json
+                                     : send_arg_json(name_of(send.node), send.arg, send.to_json)}});
+        }
+        return sends;
+      }
+      if (channel.rfind(kJoinPrefix, 0) == 0) {
+        nlohmann::json seen = nlohmann::json::array();
+        for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
+          if (join_channel(topo_, topo_.joins[j]) != channel) continue;
+          for (std::size_t k = 0; k < topo_.joins[j].sources.size(); ++k) {
+            if (join_marks_[j][k]) seen.push_back(name_of(topo_.joins[j].sources[k]));
+          }
+        }
+        return seen;
+      }
+      nlohmann::json out;
+      detail::visit_field_named<S>(channel, [&](auto i) {
+        using R = typename field_t<S, i>::reducer_type;
+        if constexpr (TrackedListReducer<R>) {
+          out = tracked_list_json(field_value<i>(state_), std::get<i>(caches_).origin,
+                                  stored_version_[i]);
+        } else {
+          out = nlohmann::json(field_value<i>(state_));
+        }
+      });
+      return out;
+    }
+    return nlohmann::json();
+  }
+
+  /// Makes everything recorded durable before the run returns: the deferred checkpoint and writes
+  /// of durability "exit", and the queue of durability "async".
+  void finish_persisting() {
+    if (!saver_) return;
+    if (durability_ == Durability::exit) {
+      store_pending_checkpoint();
+      for (auto& [checkpoint_id, task_id, writes] : exit_writes_) {
+        saver_->put_writes(
+            CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id},
+            writes, task_id);
+      }
+      exit_writes_.clear();
+    }
+    if (writer_) writer_->wait();
+  }
+
+  /// The node that wrote last (for update_state without as_node).
+  int last_writer() const {
+    std::int64_t best = -1;
+    std::vector<std::string> nodes;
+    for (const auto& [node, seen] : versions_seen_) {
+      std::int64_t v = -1;
+      for (const auto& [ch, version] : seen) v = std::max(v, version);
+      if (v > best) {
+        best = v;
+        nodes = {node};
+      } else if (v == best) {
+        nodes.push_back(node);
+      }
+    }
+    if (nodes.empty()) return topo_.start;
+    if (nodes.size() > 1) throw InvalidUpdateError("Ambiguous update, specify as_node");
+    auto it = topo_.ids.find(nodes[0]);
+    if (it == topo_.ids.end())
+      throw Error(errc::kInvalidRun,
+                  "update_state: the last node '" + nodes[0] + "' is not in this graph");
+    return it->second;
+  }
+
+  /// A resuming Command's update and gotos: applied to the loaded state as an update checkpoint.
+  void apply_command(std::optional<Update<S>> update, std::vector<Goto> go_to) {
+    ++step_;
+    if (update) {
+      tasks_.clear();
+      Update<S> u = std::move(*update);
+      for_each_field<S>([&](auto i) {
+        if (u.template slot<i>()) changed_[i] = 1;
+      });
+      apply_update(state_, std::move(u), "__input__");
+      for_each_field<S>([&](auto i) {
+        using R = typename field_t<S, i>::reducer_type;
+        if constexpr (CachedReducer<R>) {
+          if (changed_[i]) std::get<i>(caches_).overwritten(field_value<i>(state_));
+        }
+      });
+    }
+    for (Goto& go : go_to) follow(go, "the resuming Command");
+    save_checkpoint("update", {});
   }
 
   // ------------------------------------------------------------------ streaming
@@ -876,6 +1554,40 @@ class Runner {
   std::shared_ptr<const S> snapshot_;
   typename ScratchOf<std::make_index_sequence<field_count_v<S>>>::type scratch_;
   std::vector<std::string_view> names_;
+
+  template <class Seq>
+  struct CachesOf;
+  template <std::size_t... I>
+  struct CachesOf<std::index_sequence<I...>> {
+    using type =
+        std::tuple<typename std::conditional_t<CachedReducer<typename field_t<S, I>::reducer_type>,
+                                               typename field_t<S, I>::reducer_type,
+                                               MonostateCache>::Cache...>;
+  };
+  typename CachesOf<std::make_index_sequence<field_count_v<S>>>::type caches_;
+  std::vector<char> changed_;  // per field: written in the step being finished
+  bool changed_all_fields_ = false;
+
+  // Persistence (with a checkpointer).
+  Checkpointer* saver_ = nullptr;
+  Durability durability_ = Durability::sync;
+  std::unique_ptr<AsyncWriter> writer_;
+  std::string run_id_;
+  CheckpointConfig stored_;  // the last stored checkpoint: the parent of the next
+  std::string current_id_;   // the latest checkpoint, stored or not: task writes go against it
+  ChannelVersions versions_;
+  std::int64_t max_version_ = 0;
+  std::map<std::string, ChannelVersions> versions_seen_;
+  std::set<std::string> dirty_;               // channels changed since the last stored checkpoint
+  std::vector<std::int64_t> stored_version_;  // per field: its last stored version, or -1
+  std::map<std::string, std::vector<PendingWrite>> resumed_writes_;  // by task id
+  std::optional<std::pair<Checkpoint, nlohmann::json>> pending_checkpoint_;
+  std::vector<
+      std::tuple<std::string, std::string, std::vector<std::pair<std::string, nlohmann::json>>>>
+      exit_writes_;
+  std::optional<nlohmann::json> start_input_;
+  std::optional<Update<S>> pending_start_;
+  std::optional<nlohmann::json> resume_;
 };
 
 }  // namespace sg::detail

@@ -1,0 +1,106 @@
+// Crash safety: a worker process runs a long graph on a RocksDB thread and is killed with
+// SIGKILL at seeded random moments, then resumed, at least 20 times.
+#include <stategraph/checkpoint/rocksdb_saver.hpp>
+
+#include <doctest/doctest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+constexpr int kSteps = 250;
+
+pid_t spawn(const std::vector<std::string>& args) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    const int devnull = open("/dev/null", O_WRONLY);
+    dup2(devnull, 1);
+    execv(argv[0], argv.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+/// The committed progress of the thread: x of its latest checkpoint (-1 if none).
+int committed(const std::string& db) {
+  auto saver = sg::RocksDbSaver::open(db);
+  auto t = saver->get_tuple({"crash", "", ""});
+  if (!t) return -1;
+  return t->checkpoint.channel_values.value("x", 0);
+}
+
+}  // namespace
+
+TEST_CASE(
+    "crash safety: SIGKILL at random moments, resume, same result, committed steps never re-run") {
+  sg::test::TempDir dir;
+  const std::string db = dir.sub("db");
+  const std::string effects = dir.sub("effects.log");
+  std::mt19937 rng(20261122);
+  std::map<int, int> committed_before;  // session -> committed x when it started
+  int kills = 0;
+  int session = 0;
+  for (; kills < 24; ++session) {
+    committed_before[session] = committed(db);
+    if (committed_before[session] >= kSteps) break;
+    const pid_t pid =
+        spawn({SG_CRASH_WORKER, db, std::to_string(kSteps), effects, std::to_string(session)});
+    REQUIRE(pid > 0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(15 + rng() % 60));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) ++kills;
+  }
+  CHECK(kills >= 20);
+  MESSAGE("committed progress per session: " << [&] {
+    std::string o;
+    for (auto& [k, v] : committed_before) o += std::to_string(v) + " ";
+    return o;
+  }());
+  // Let the last session finish.
+  committed_before[session] = committed(db);
+  const auto last = sg::test::run_process(
+      SG_CRASH_WORKER, {db, std::to_string(kSteps), effects, std::to_string(session)});
+  REQUIRE(last.exit_code == 0);
+
+  // The same run without crashes.
+  const auto clean = sg::test::run_process(
+      SG_CRASH_WORKER, {dir.sub("clean"), std::to_string(kSteps), dir.sub("clean.log"), "0"});
+  REQUIRE(clean.exit_code == 0);
+  CHECK(last.out == clean.out);
+  CHECK(nlohmann::json::parse(last.out)["x"] == kSteps);
+
+  // No session ran a step that was committed before it started.
+  std::ifstream in(effects);
+  int s = 0;
+  int step = 0;
+  int lines = 0;
+  while (in >> s >> step) {
+    ++lines;
+    CAPTURE(s);
+    CAPTURE(step);
+    CHECK(step >= committed_before[s]);
+  }
+  CHECK(lines >= kSteps);
+
+  // Every checkpoint reads back.
+  auto saver = sg::RocksDbSaver::open(db);
+  const auto all = saver->list({.thread_id = "crash"});
+  CHECK(all.size() >= static_cast<std::size_t>(kSteps));
+  for (const auto& t : all) CHECK_NOTHROW((void)saver->get_tuple(t.config));
+}

@@ -1,0 +1,409 @@
+// Graphs with a checkpointer: thread memory, state inspection and updates, time travel, pending
+// writes, interrupts and resume (also after reopening the database), durability modes, subgraphs,
+// and storage that does not grow with the conversation.
+#include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/stategraph.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <map>
+
+#include "support/temp_dir.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+struct Chat : sg::MessagesState {
+  int x = 0;
+  std::vector<std::string> log{};
+  static constexpr auto schema() {
+    return std::tuple_cat(
+        sg::MessagesState::schema(),
+        std::tuple{sg::field<"x">(&Chat::x), sg::field<"log">(&Chat::log, sg::concat)});
+  }
+};
+
+struct MemoryFactory {
+  std::shared_ptr<sg::KvCheckpointer> make() { return std::make_shared<sg::InMemorySaver>(); }
+};
+
+struct RocksFactory {
+  sg::test::TempDir dir;
+  int n = 0;
+  std::shared_ptr<sg::KvCheckpointer> make() {
+    return sg::RocksDbSaver::open(dir.sub("db" + std::to_string(n++)));
+  }
+};
+
+sg::RunConfig thread(const std::string& id) {
+  sg::RunConfig config;
+  config.thread_id = id;
+  return config;
+}
+
+sg::Update<Chat> say(const std::string& text) {
+  return sg::Update<Chat>{}.set<&Chat::messages>(sg::human(text));
+}
+sg::Update<Chat> log(const std::string& entry) {
+  return sg::Update<Chat>{}.set<&Chat::log>(entry);
+}
+
+/// START -> a -> b -> END; a and b append to the log and count.
+sg::CompiledGraph<Chat> chain(std::shared_ptr<sg::Checkpointer> saver,
+                              sg::CompileOptions options = {}) {
+  sg::StateGraph<Chat> g;
+  g.add_node("a", [](const Chat& s) { return log("a").set<&Chat::x>(s.x + 1); });
+  g.add_node("b", [](const Chat& s) { return log("b").set<&Chat::x>(s.x + 10); });
+  g.add_edge(sg::START, "a").add_edge("a", "b");
+  options.checkpointer = std::move(saver);
+  return g.compile(options);
+}
+
+std::vector<std::string> sources(sg::Checkpointer& saver, const std::string& tid) {
+  std::vector<std::string> out;
+  for (const auto& t : saver.list({.thread_id = tid, .checkpoint_ns = ""})) {
+    out.push_back(t.metadata["source"].get<std::string>() +
+                  std::to_string(t.metadata["step"].get<int>()));
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a thread continues from its latest state", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  auto first = app.invoke(say("hi"), thread("t1"));
+  CHECK(first.state.x == 11);
+  CHECK(first.state.log == std::vector<std::string>{"a", "b"});
+  auto second = app.invoke(say("again"), thread("t1"));
+  CHECK(second.state.x == 22);
+  CHECK(second.state.messages.size() == 2);
+  CHECK(second.state.log == std::vector<std::string>{"a", "b", "a", "b"});
+  CHECK(app.invoke(say("other"), thread("t2")).state.x == 11);
+
+  // LangGraph's checkpoint sequence: input -1, loop 0 (START), loop 1, loop 2, then input 3, ...
+  CHECK(sources(*saver, "t1") == std::vector<std::string>{"loop6", "loop5", "loop4", "input3",
+                                                          "loop2", "loop1", "loop0", "input-1"});
+  const auto latest = saver->get_tuple({"t1", "", ""});
+  REQUIRE(latest);
+  CHECK(latest->checkpoint.channel_values["x"] == 22);
+  CHECK(latest->checkpoint.channel_values["messages"].size() == 2);
+  CHECK(latest->metadata.contains("run_id"));
+}
+
+TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  const auto config = thread("t");
+  (void)app.invoke(say("hi"), config);
+
+  auto state = app.get_state(config);
+  REQUIRE(state);
+  CHECK(state->values.x == 11);
+  CHECK(state->next.empty());
+  CHECK(state->metadata["source"] == "loop");
+  CHECK(state->metadata["step"] == 2);
+  CHECK(state->config.thread_id == "t");
+  CHECK(state->parent_config);
+  CHECK_FALSE(state->created_at.empty());
+  CHECK_FALSE(app.get_state(thread("nobody")));
+
+  const auto history = app.get_state_history(config);
+  REQUIRE(history.size() == 4);
+  CHECK(history[0].values.x == 11);
+  CHECK(history[1].next == std::vector<std::string>{"b"});
+  CHECK(history[1].values.x == 1);
+  CHECK(history[3].metadata["source"] == "input");
+  CHECK(app.get_state_history(config, {.filter = {{"source", "input"}}}).size() == 1);
+
+  // update_state as "a": a's reducers, then a's edge: b runs next.
+  const auto updated = app.update_state(config, log("manual"), "a");
+  state = app.get_state(config);
+  CHECK(state->config.checkpoint_id == updated.checkpoint_id);
+  CHECK(state->metadata["source"] == "update");
+  CHECK(state->metadata["step"] == 3);
+  CHECK(state->next == std::vector<std::string>{"b"});
+  CHECK(state->values.log == std::vector<std::string>{"a", "b", "manual"});
+  auto resumed = app.resume(config);
+  CHECK(resumed.state.x == 21);
+  CHECK(resumed.state.log.back() == "b");
+
+  // update_state without as_node: the last node that ran (b); END: nothing next.
+  (void)app.update_state(config, sg::Update<Chat>{}.set<&Chat::x>(0));
+  CHECK(app.get_state(config)->next.empty());
+  (void)app.update_state(config, sg::Update<Chat>{}.set<&Chat::x>(5), std::string(sg::END));
+  CHECK(app.get_state(config)->values.x == 5);
+
+  // Replay from the checkpoint after "a" ran the first time: a new branch re-runs b.
+  sg::RunConfig replay = config;
+  replay.checkpoint_id = history[1].config.checkpoint_id;
+  const auto replayed = app.resume(replay);
+  CHECK(replayed.state.x == 11);
+  CHECK(replayed.state.log == std::vector<std::string>{"a", "b"});
+  CHECK(app.get_state(config)->values.x == 11);  // the newest branch
+  const auto fork_history = app.get_state_history(config, {.limit = 2});
+  CHECK(fork_history[1].metadata["source"] == "fork");
+  // Older checkpoints are untouched.
+  sg::RunConfig old = config;
+  old.checkpoint_id = history[0].config.checkpoint_id;
+  CHECK(app.get_state(old)->values.x == 11);
+
+  // Fork with update_state on an old checkpoint.
+  old.checkpoint_id = history[2].config.checkpoint_id;  // after START: a is next
+  const auto forked = app.update_state(old, sg::Update<Chat>{}.set<&Chat::x>(1000), "__start__");
+  CHECK(saver->get_tuple({"t", "", forked.checkpoint_id})->parent_config->checkpoint_id ==
+        old.checkpoint_id);
+  CHECK(app.resume(config).state.x == 1011);
+
+  CHECK_THROWS_AS((void)app.update_state(config, sg::Update<Chat>{}, std::string("nope")),
+                  sg::Error);
+}
+
+TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes; they do not run again", F,
+                   MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  std::atomic<int> ok_runs{0};
+  std::atomic<int> flaky_runs{0};
+  std::atomic<bool> fail{true};
+  sg::StateGraph<Chat> g;
+  g.add_node("ok", [&](const Chat&) {
+    ++ok_runs;
+    return log("ok");
+  });
+  g.add_node("flaky", [&](const Chat&) {
+    ++flaky_runs;
+    if (fail) throw std::runtime_error("boom");
+    return log("flaky");
+  });
+  g.add_node("join", [](const Chat& s) {
+    return sg::Update<Chat>{}.set<&Chat::x>(static_cast<int>(s.log.size()));
+  });
+  g.add_edge(sg::START, "ok").add_edge(sg::START, "flaky").add_edge({"ok", "flaky"}, "join");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto config = thread("t");
+  CHECK_THROWS_AS((void)app.invoke(say("go"), config), sg::NodeError);
+  CHECK(ok_runs == 1);
+  const auto state = app.get_state(config);
+  REQUIRE(state->tasks.size() == 2);
+  CHECK(state->tasks[0].name == "flaky");
+  CHECK(state->tasks[0].error == "boom");
+  CHECK(state->tasks[1].error.empty());
+
+  fail = false;
+  const auto out = app.resume(config);
+  CHECK(ok_runs == 1);  // not run again
+  CHECK(flaky_runs == 2);
+  CHECK(out.state.log == std::vector<std::string>{"flaky", "ok"});
+  CHECK(out.state.x == 2);
+}
+
+TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  std::atomic<int> runs{0};
+  sg::StateGraph<Chat> g;
+  g.add_node("ask", [&](const Chat&) {
+    ++runs;
+    const auto name = sg::interrupt("name?").get<std::string>();
+    const auto age = sg::interrupt({{"question", "age?"}, {"name", name}}).get<int>();
+    return log(name + ":" + std::to_string(age));
+  });
+  g.add_node("sibling", [](const Chat&) { return log("sibling"); });
+  g.add_edge(sg::START, "ask").add_edge(sg::START, "sibling");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto config = thread("t");
+
+  auto r1 = app.invoke(say("start"), config);
+  REQUIRE(r1.interrupted());
+  REQUIRE(r1.interrupts.size() == 1);
+  CHECK(r1.interrupts[0].value == "name?");
+  CHECK(app.get_state(config)->interrupts.size() == 1);
+
+  auto r2 = app.invoke(sg::Command<Chat>{.resume = json("ada")}, config);
+  REQUIRE(r2.interrupted());
+  CHECK(r2.interrupts[0].value == json{{"question", "age?"}, {"name", "ada"}});
+
+  auto r3 = app.invoke(sg::Command<Chat>{.resume = json{{r2.interrupts[0].id, 36}}}, config);
+  CHECK_FALSE(r3.interrupted());
+  CHECK(r3.state.log == std::vector<std::string>{"ada:36", "sibling"});
+  CHECK(runs == 3);  // the node re-runs from the start on each resume
+}
+
+TEST_CASE("an interrupted RocksDB thread resumes after the process reopens the database") {
+  sg::test::TempDir dir;
+  const std::string path = dir.sub("db");
+  auto build = [](std::shared_ptr<sg::Checkpointer> saver) {
+    sg::StateGraph<Chat> g;
+    g.add_node("draft", [](const Chat&) { return log("draft"); });
+    g.add_node("approve",
+               [](const Chat&) { return log(sg::interrupt("approve?").get<std::string>()); });
+    g.add_node("send", [](const Chat&) { return log("sent"); });
+    g.add_edge(sg::START, "draft").add_edge("draft", "approve").add_edge("approve", "send");
+    return g.compile({.checkpointer = std::move(saver), .interrupt_before = {"draft"}});
+  };
+  {
+    const auto app = build(sg::RocksDbSaver::open(path));
+    const auto r = app.invoke(say("go"), thread("t"));
+    CHECK(r.next == std::vector<std::string>{"draft"});
+  }
+  {
+    const auto app = build(sg::RocksDbSaver::open(path));
+    const auto r = app.resume(thread("t"));  // past the breakpoint, to the interrupt
+    REQUIRE(r.interrupted());
+    CHECK(r.interrupts.at(0).value == "approve?");
+  }
+  const auto app = build(sg::RocksDbSaver::open(path));
+  const auto r = app.invoke(sg::Command<Chat>{.resume = json("yes")}, thread("t"));
+  CHECK_FALSE(r.interrupted());
+  CHECK(r.state.log == std::vector<std::string>{"draft", "yes", "sent"});
+}
+
+TEST_CASE("two pending interrupts need the map form") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  sg::StateGraph<Chat> g;
+  g.add_node("a", [](const Chat&) { return log("a=" + sg::interrupt("a?").get<std::string>()); });
+  g.add_node("b", [](const Chat&) { return log("b=" + sg::interrupt("b?").get<std::string>()); });
+  g.add_edge(sg::START, "a").add_edge(sg::START, "b");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto r = app.invoke(say("go"), thread("t"));
+  REQUIRE(r.interrupts.size() == 2);
+  CHECK_THROWS_WITH_AS(
+      (void)app.invoke(sg::Command<Chat>{.resume = json("x")}, thread("t")),
+      "there are 2 pending interrupts: resume with a map from interrupt id to value", sg::Error);
+  const auto done = app.invoke(
+      sg::Command<Chat>{.resume = json{{r.interrupts[0].id, "1"}, {r.interrupts[1].id, "2"}}},
+      thread("t"));
+  CHECK(done.state.log == std::vector<std::string>{"a=1", "b=2"});
+}
+
+TEST_CASE("static breakpoints resume with resume()") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  const auto app = chain(saver, {.interrupt_before = {"b"}, .interrupt_after = {"a"}});
+  const auto config = thread("t");
+  auto r = app.invoke(say("hi"), config);
+  CHECK(r.next == std::vector<std::string>{"b"});
+  CHECK(r.state.x == 1);
+  r = app.resume(config);  // after "a": stops again before "b"
+  CHECK(r.interrupted());
+  CHECK(r.next == std::vector<std::string>{"b"});
+  r = app.resume(config);
+  CHECK_FALSE(r.interrupted());
+  CHECK(r.state.x == 11);
+}
+
+TEST_CASE_TEMPLATE("durability modes give the same state", F, MemoryFactory, RocksFactory) {
+  F factory;
+  for (auto mode : {sg::Durability::sync, sg::Durability::async, sg::Durability::exit}) {
+    auto saver = factory.make();
+    const auto app = chain(saver);
+    auto config = thread("t");
+    config.durability = mode;
+    CHECK(app.invoke(say("1"), config).state.x == 11);
+    CHECK(app.invoke(say("2"), config).state.x == 22);
+    CHECK(app.get_state(config)->values.x == 22);
+    const auto stored = saver->list({.thread_id = "t"}).size();
+    CHECK(stored == (mode == sg::Durability::exit ? 2U : 8U));
+  }
+}
+
+TEST_CASE("Send arguments are checkpointed and restored") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  std::atomic<int> worker_runs{0};
+  std::atomic<bool> fail{true};
+  sg::StateGraph<Chat> g;
+  g.add_node("worker", [&](const std::string& job) {
+    ++worker_runs;
+    if (job == "b" && fail) throw std::runtime_error("b failed");
+    return log("done " + job);
+  });
+  g.add_conditional_edges(sg::START, [](const Chat&) {
+    return std::vector<sg::Send>{sg::Send("worker", std::string("a")),
+                                 sg::Send("worker", std::string("b"))};
+  });
+  const auto app = g.compile({.checkpointer = saver});
+  CHECK_THROWS_AS((void)app.invoke(say("go"), thread("t")), sg::NodeError);
+  fail = false;
+  const auto out = app.resume(thread("t"));
+  CHECK(out.state.log == std::vector<std::string>{"done a", "done b"});
+  CHECK(worker_runs == 3);
+}
+
+TEST_CASE("a subgraph checkpoints under its namespace and resumes its interrupt") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  sg::StateGraph<Chat> inner;
+  inner.add_node("ask", [](const Chat&) {
+    return log("inner=" + sg::interrupt("inner?").get<std::string>());
+  });
+  inner.add_edge(sg::START, "ask");
+  sg::StateGraph<Chat> outer;
+  outer.add_node("before", [](const Chat&) { return log("before"); });
+  outer.add_node("sub", inner.compile());
+  outer.add_edge(sg::START, "before").add_edge("before", "sub");
+  const auto app = outer.compile({.checkpointer = saver});
+  const auto r = app.invoke(say("go"), thread("t"));
+  REQUIRE(r.interrupted());
+  bool child_ns = false;
+  for (const auto& ns : saver->namespaces("t")) child_ns = child_ns || ns.rfind("sub:", 0) == 0;
+  CHECK(child_ns);
+  const auto done = app.invoke(sg::Command<Chat>{.resume = json("42")}, thread("t"));
+  CHECK_FALSE(done.interrupted());
+  CHECK(done.state.log == std::vector<std::string>{"before", "before", "inner=42"});
+}
+
+TEST_CASE("bytes stored per superstep do not grow with the conversation") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  sg::StateGraph<Chat> g;
+  g.add_node("talk", [](const Chat& s) {
+    return sg::Update<Chat>{}.set<&Chat::messages>(
+        sg::ai(std::string(200, 'x'), "m" + std::to_string(s.messages.size())));
+  });
+  g.add_edge(sg::START, "talk");
+  g.add_conditional_edges("talk",
+                          [](const Chat& s) { return s.messages.size() >= 600 ? sg::END : "talk"; },
+                          {"talk", sg::END});
+  const auto app = g.compile({.checkpointer = saver});
+  std::vector<std::size_t> bytes;
+  auto config = thread("t");
+  config.recursion_limit = 10000;
+  config.durability = sg::Durability::sync;  // measured right after each step
+  (void)app.stream(say("start"), config, sg::StreamMode::values,
+                   [&](const sg::StreamEvent<Chat>&) { bytes.push_back(saver->stored_bytes()); });
+  REQUIRE(bytes.size() > 500);
+  const auto early = bytes[60] - bytes[50];
+  const auto late = bytes[560] - bytes[550];
+  CHECK(late <= early + early / 10);  // flat, not proportional to the 550 messages
+  const auto final_state = app.get_state(config);
+  CHECK(final_state->values.messages.size() == 600);
+  CHECK(final_state->values.messages.back().content.str().size() == 200);
+}
+
+TEST_CASE("errors: no thread id, nothing to resume, unknown checkpoint, corrupt data") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  const auto app = chain(saver);
+  CHECK_THROWS_WITH_AS((void)app.invoke(say("x")),
+                       "a graph with a checkpointer needs RunConfig::thread_id", sg::Error);
+  CHECK_THROWS_WITH_AS((void)app.resume(thread("empty")),
+                       "thread 'empty' has no checkpoint to resume", sg::Error);
+  auto config = thread("t");
+  (void)app.invoke(say("x"), config);
+  config.checkpoint_id = "no-such-id";
+  CHECK_THROWS_AS((void)app.resume(config), sg::Error);
+  CHECK_THROWS_AS((void)chain(nullptr).get_state(thread("t")), sg::Error);
+
+  // A checkpoint whose field does not fit the state.
+  auto latest = saver->get_tuple({"t", "", ""});
+  sg::Checkpoint bad = latest->checkpoint;
+  bad.id = sg::new_checkpoint_id(9);
+  bad.channel_values = {{"x", "not a number"}};
+  bad.channel_versions["x"] = 999;
+  saver->put(latest->config, bad, {{"source", "loop"}, {"step", 9}}, {{"x", 999}});
+  CHECK_THROWS_AS((void)app.get_state(thread("t")), sg::CheckpointError);
+}
