@@ -59,4 +59,18 @@ std::string iso_timestamp_now() {
                      utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, micros);
 }
 
+std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<CheckpointPut>& puts) {
+  std::vector<CheckpointConfig> out;
+  out.reserve(puts.size());
+  for (const auto& p : puts) out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
+  return out;
+}
+
+std::optional<std::string> Checkpointer::latest_checkpoint_id(const std::string& thread_id,
+                                                              const std::string& checkpoint_ns) {
+  auto latest = get_tuple(CheckpointConfig{thread_id, checkpoint_ns, {}});
+  if (!latest) return std::nullopt;
+  return latest->config.checkpoint_id;
+}
+
 }  // namespace sg

@@ -3,7 +3,6 @@
 #include <stategraph/reducers/add_messages.hpp>
 
 #include <algorithm>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <unordered_map>
@@ -98,7 +97,7 @@ std::optional<std::size_t> prepare_update(std::vector<Message>& right) {
 /// given, follows the list: -1 for replaced and appended messages. Returns true when messages
 /// were removed (positions changed).
 bool merge(std::vector<Message>& messages, std::vector<Message>& right, IdLookup& lookup,
-           std::vector<std::int64_t>* origin) {
+           ListOrigin* origin) {
   check_removals(lookup, right);
   std::unordered_set<std::string> to_remove;
   for (Message& m : right) {
@@ -108,21 +107,20 @@ bool merge(std::vector<Message>& messages, std::vector<Message>& right, IdLookup
       } else {
         to_remove.erase(m.id);
         messages[*at] = std::move(m);
-        if (origin) (*origin)[*at] = -1;
+        if (origin) origin->mark_new(*at);
       }
     } else {
       lookup.appended(m.id, messages.size());
       messages.push_back(std::move(m));
-      if (origin) origin->push_back(-1);
+      if (origin) origin->push_new();
     }
   }
   if (to_remove.empty()) return false;
   if (origin) {
-    std::size_t out = 0;
-    for (std::size_t i = 0; i < messages.size(); ++i) {
-      if (!to_remove.contains(messages[i].id)) (*origin)[out++] = (*origin)[i];
-    }
-    origin->resize(out);
+    const auto first = std::find_if(messages.begin(), messages.end(),
+                                    [&](const Message& m) { return to_remove.contains(m.id); });
+    origin->erase_if(static_cast<std::size_t>(first - messages.begin()),
+                     [&](std::size_t i) { return to_remove.contains(messages[i].id); });
   }
   std::erase_if(messages, [&](const Message& m) { return to_remove.contains(m.id); });
   return true;
@@ -151,10 +149,9 @@ void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& up
 
 void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& update,
                         Cache& cache) const {
-  if (cache.track && cache.origin.size() != messages.size())
-    cache.origin.assign(messages.size(), -1);
+  if (cache.track && cache.origin.size() != messages.size()) cache.origin.all_new(messages.size());
   if (update.is_keep()) {
-    if (cache.track) apply_keep(cache.origin, update.keep());
+    if (cache.track) cache.origin.keep(update.keep());
     apply_keep(messages, update.keep());
     cache.indexed = false;
     return;
@@ -182,13 +179,12 @@ void AddMessages::apply(std::vector<Message>& messages, ListUpdate<Message>&& up
 
 void AddMessages::Cache::rebase(const std::vector<Message>& messages) {
   if (!track) return;
-  origin.resize(messages.size());
-  std::iota(origin.begin(), origin.end(), std::int64_t{0});
+  origin.rebase(messages.size());
 }
 
 void AddMessages::Cache::overwritten(const std::vector<Message>& messages) {
   indexed = false;
-  if (track) origin.assign(messages.size(), -1);
+  if (track) origin.all_new(messages.size());
 }
 
 std::vector<Message> remove(std::initializer_list<std::string_view> ids) {

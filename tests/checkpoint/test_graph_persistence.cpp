@@ -161,6 +161,13 @@ TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, Memor
   CHECK(saver->get_tuple({"t", "", forked.checkpoint_id})->parent_config->checkpoint_id ==
         old.checkpoint_id);
   CHECK(app.resume(config).state.x == 1011);
+  // The new branches did not touch the values of the first run's checkpoints.
+  for (const auto& h : history) {
+    sg::RunConfig at = config;
+    at.checkpoint_id = h.config.checkpoint_id;
+    CHECK(app.get_state(at)->values.x == h.values.x);
+    CHECK(app.get_state(at)->values.log == h.values.log);
+  }
 
   CHECK_THROWS_AS((void)app.update_state(config, sg::Update<Chat>{}, std::string("nope")),
                   sg::Error);

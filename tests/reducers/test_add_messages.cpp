@@ -243,9 +243,9 @@ TEST_CASE(
   tracker.rebase(list);
   sg::add_messages.apply(list, std::vector<sg::Message>{sg::ai("B", "2"), sg::human("d", "4")},
                          tracker);
-  CHECK(tracker.origin == std::vector<std::int64_t>{0, -1, 2, -1});
+  CHECK(tracker.origin.positions() == std::vector<std::int64_t>{0, -1, 2, -1});
   sg::add_messages.apply(list, sg::remove({"1"}), tracker);
-  CHECK(tracker.origin == std::vector<std::int64_t>{-1, 2, -1});
+  CHECK(tracker.origin.positions() == std::vector<std::int64_t>{-1, 2, -1});
   tracker.overwritten(list);
-  CHECK(tracker.origin == std::vector<std::int64_t>{-1, -1, -1});
+  CHECK(tracker.origin.positions() == std::vector<std::int64_t>{-1, -1, -1});
 }

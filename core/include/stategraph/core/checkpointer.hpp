@@ -118,6 +118,14 @@ inline constexpr std::string_view kScheduledChannel = "__scheduled__";
 /// The current time as ISO-8601 UTC with microseconds ("2026-11-22T03:04:05.123456+00:00").
 [[nodiscard]] std::string iso_timestamp_now();
 
+/// One checkpoint for Checkpointer::put_all: the arguments of a put().
+struct CheckpointPut {
+  CheckpointConfig config;
+  Checkpoint checkpoint;
+  nlohmann::json metadata;
+  ChannelVersions new_versions;
+};
+
 /// Stores checkpoints of graph threads (LangGraph's BaseCheckpointSaver). Implementations are
 /// safe to call from many threads at once.
 class Checkpointer {
@@ -132,6 +140,12 @@ class Checkpointer {
                                const nlohmann::json& metadata,
                                const ChannelVersions& new_versions) = 0;
 
+  /// Stores `puts` in order, as put() would, in one atomic write where the store allows it
+  /// (KvCheckpointer: one batch; a later put may build on an earlier one's values). The default
+  /// calls put() for each. Returns each stored config. Throws as put(); then, with one atomic
+  /// write, nothing is stored.
+  virtual std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts);
+
   /// Saves a task's writes against the checkpoint `config` names. Regular writes are kept if
   /// already present for (task_id, index); special channels (kErrorChannel, ...) replace.
   /// Throws CheckpointError without a thread_id or checkpoint_id.
@@ -141,6 +155,11 @@ class Checkpointer {
 
   /// The checkpoint `config` names, or the thread's latest in the namespace; nullopt if none.
   virtual std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) = 0;
+
+  /// The id of the newest checkpoint of a thread's namespace, or nullopt if it has none. The
+  /// default asks get_tuple(); KvCheckpointer answers from memory after the first call.
+  virtual std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
+                                                          const std::string& checkpoint_ns);
 
   /// Checkpoints newest first (see ListOptions).
   virtual std::vector<CheckpointTuple> list(const ListOptions& options) = 0;

@@ -272,6 +272,10 @@ struct CompileOptions {
   std::shared_ptr<ThreadPool> pool{};
   /// The graph's name (drawing, subgraph namespaces).
   std::string name{};
+  /// How many threads' final states (with a checkpointer) the compiled graph keeps in memory, so
+  /// that the next run on one of them skips loading its latest checkpoint (it still checks that
+  /// the checkpoint is the thread's latest). 0 turns this off.
+  std::size_t recent_threads = 64;
 };
 
 }  // namespace sg

@@ -534,6 +534,10 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
   def->cost_ns = std::make_unique<std::atomic<std::uint32_t>[]>(def->topo.node_count + 1);
   for (std::size_t i = 0; i <= def->topo.node_count; ++i)
     def->cost_ns[i].store(detail::kUnknownCost);
+  if (options.checkpointer && options.recent_threads > 0) {
+    def->recent = std::make_unique<detail::RecentThreads<detail::FinishedThread<S>>>(
+        options.recent_threads);
+  }
   def->options = std::move(options);
   return CompiledGraph<S>(std::move(def));
 }

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <stategraph/core/list_origin.hpp>
 #include <stategraph/core/list_update.hpp>
 #include <stategraph/core/message.hpp>
 
@@ -35,7 +36,7 @@ struct AddMessages {
   /// so a checkpoint stores only what changed. Not synchronized.
   struct Cache {
     bool track = false;
-    std::vector<std::int64_t> origin;
+    ListOrigin origin;
     std::unordered_map<std::string, std::size_t> index;  // id -> last position
     bool indexed = false;
 

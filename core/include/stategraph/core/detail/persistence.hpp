@@ -11,15 +11,24 @@
 
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/detail/topology.hpp>
+#include <stategraph/core/list_origin.hpp>
+#include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/update.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
 #include <functional>
+#include <iterator>
+#include <list>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
-#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <variant>
 
 namespace sg::detail {
 
@@ -61,20 +70,26 @@ concept TrackedListReducer = CachedReducer<R> &&
 /// The checkpoint JSON of a tracked list: `{"$messages": {"base": V, "items": [...]}}` where
 /// items are [from, to) position ranges of the base list or new elements.
 template <class List>
-nlohmann::json tracked_list_json(const List& list, const std::vector<std::int64_t>& origin,
+nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
                                  std::int64_t base_version) {
   nlohmann::json items = nlohmann::json::array();
-  std::int64_t run_from = -1;
-  std::int64_t run_to = -1;
+  if (base_version < 0 || origin.size() != list.size()) {
+    for (const auto& element : list) items.push_back(nlohmann::json(element));
+    return nlohmann::json{{"$messages", {{"items", std::move(items)}}}};
+  }
+  // O(changes since the base): the untouched run is one range.
+  std::int64_t run_from = origin.head_length() ? origin.head_from() : -1;
+  std::int64_t run_to = run_from + static_cast<std::int64_t>(origin.head_length());
   auto close_run = [&] {
     if (run_from >= 0) items.push_back(nlohmann::json::array({run_from, run_to}));
     run_from = run_to = -1;
   };
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    const std::int64_t at = base_version >= 0 && i < origin.size() ? origin[i] : -1;
+  const auto tail = origin.tail();
+  for (std::size_t t = 0; t < tail.size(); ++t) {
+    const std::int64_t at = tail[t];
     if (at < 0) {
       close_run();
-      items.push_back(nlohmann::json(list[i]));
+      items.push_back(nlohmann::json(list[origin.head_length() + t]));
     } else if (run_from >= 0 && at == run_to) {
       ++run_to;
     } else {
@@ -84,81 +99,171 @@ nlohmann::json tracked_list_json(const List& list, const std::vector<std::int64_
     }
   }
   close_run();
-  nlohmann::json spec{{"items", std::move(items)}};
-  if (base_version >= 0) spec["base"] = base_version;
-  return nlohmann::json{{"$messages", std::move(spec)}};
+  return nlohmann::json{{"$messages", {{"base", base_version}, {"items", std::move(items)}}}};
 }
 
-/// Runs jobs in submission order on a background thread (durability "async"). wait() blocks
-/// until the queue is empty and rethrows the first failure. Thread-safe.
+/// How long a checkpoint of durability "async" may stay queued while steps run: older ones, or
+/// any before a step that may take this long, go to the background writer. Checkpoints queued
+/// together are stored together, in one write.
+inline constexpr std::chrono::milliseconds kAsyncWriteDelay{1};
+
+/// Stores checkpoints and writes in submission order (durability "async"). Jobs queue up until
+/// start_if_due() hands them to the graph's thread pool (one drain task at a time, storing
+/// consecutive checkpoints with one put_all()) or wait() stores them on the calling thread, so a
+/// run of fast steps makes one write and no thread hand-off. The first failure drops the queue
+/// and is rethrown by wait(). Thread-safe.
 class AsyncWriter {
  public:
-  AsyncWriter() = default;
+  AsyncWriter(ThreadPool& pool, Checkpointer& saver)
+      : pool_(pool), state_(std::make_shared<State>(saver)) {}
   AsyncWriter(const AsyncWriter&) = delete;
   AsyncWriter& operator=(const AsyncWriter&) = delete;
-  ~AsyncWriter() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
+  ~AsyncWriter() { state_->drain_and_wait(); }
 
-  void submit(std::function<void()> job) {
+  /// Queues checkpoints to store.
+  void submit(std::vector<CheckpointPut> puts) { enqueue(Job{std::move(puts)}); }
+  /// Queues other work (task writes).
+  void submit(std::function<void()> work) { enqueue(Job{std::move(work)}); }
+
+  /// Hands the queue to the pool if the next step may be long (`long_step`) or the oldest job
+  /// has waited kAsyncWriteDelay.
+  void start_if_due(bool long_step) {
     {
-      std::lock_guard lock(mu_);
-      if (error_) return;  // the first failure stops the queue; wait() reports it
-      jobs_.push_back(std::move(job));
-      if (!thread_.joinable()) thread_ = std::thread([this] { loop(); });
+      std::lock_guard lock(state_->mu);
+      if (state_->jobs.empty() || state_->running || state_->scheduled) return;
+      if (!long_step && std::chrono::steady_clock::now() - state_->oldest < kAsyncWriteDelay)
+        return;
+      state_->scheduled = true;
     }
-    cv_.notify_all();
+    pool_.post([state = state_] { state->drain(true); });
   }
 
   void wait() {
-    std::unique_lock lock(mu_);
-    idle_cv_.wait(lock, [&] { return jobs_.empty() && !busy_; });
-    if (error_) {
-      auto error = error_;
-      error_ = nullptr;
-      std::rethrow_exception(error);
+    state_->drain_and_wait();
+    std::lock_guard lock(state_->mu);
+    if (auto error = std::exchange(state_->error, nullptr)) std::rethrow_exception(error);
+  }
+
+ private:
+  using Job = std::variant<std::vector<CheckpointPut>, std::function<void()>>;
+
+  void enqueue(Job job) {
+    std::lock_guard lock(state_->mu);
+    if (state_->error) return;  // the first failure stops the queue; wait() reports it
+    if (state_->jobs.empty()) state_->oldest = std::chrono::steady_clock::now();
+    state_->jobs.push_back(std::move(job));
+  }
+
+  struct State {
+    explicit State(Checkpointer& s) : saver(s) {}
+    Checkpointer& saver;
+    std::mutex mu;
+    std::condition_variable idle;
+    std::deque<Job> jobs;
+    std::exception_ptr error;
+    std::chrono::steady_clock::time_point oldest;  // when the first queued job came
+    bool running = false;                          // a thread is draining
+    bool scheduled = false;                        // a drain task is posted and has not started
+
+    /// Runs queued jobs until none is left, unless another thread already does.
+    void drain(bool posted) noexcept {
+      std::unique_lock lock(mu);
+      if (posted) scheduled = false;
+      if (running) return;
+      running = true;
+      while (!jobs.empty()) {
+        // Consecutive checkpoints go in one put_all().
+        std::vector<CheckpointPut> puts;
+        std::function<void()> work;
+        while (!jobs.empty() && jobs.front().index() == 0) {
+          auto& more = std::get<0>(jobs.front());
+          std::move(more.begin(), more.end(), std::back_inserter(puts));
+          jobs.pop_front();
+        }
+        if (puts.empty()) {
+          work = std::move(std::get<1>(jobs.front()));
+          jobs.pop_front();
+        }
+        lock.unlock();
+        std::exception_ptr failure;
+        try {
+          if (puts.size() == 1) {
+            const auto& p = puts.front();
+            saver.put(p.config, p.checkpoint, p.metadata, p.new_versions);
+          } else if (!puts.empty()) {
+            saver.put_all(puts);
+          } else {
+            work();
+          }
+        } catch (...) {
+          failure = std::current_exception();
+        }
+        lock.lock();
+        if (failure && !error) {
+          error = failure;
+          jobs.clear();
+        }
+      }
+      running = false;
+      idle.notify_all();
+    }
+
+    void drain_and_wait() noexcept {
+      drain(false);
+      std::unique_lock lock(mu);
+      idle.wait(lock, [&] { return !running && jobs.empty(); });
+    }
+  };
+
+  ThreadPool& pool_;
+  std::shared_ptr<State> state_;
+};
+
+/// The final state of recently finished threads, so that the next run on one skips loading its
+/// checkpoint. Holds at most `capacity` threads; the least recently stored goes first.
+/// Thread-safe.
+template <class Entry>
+class RecentThreads {
+ public:
+  explicit RecentThreads(std::size_t capacity) : capacity_(capacity) {}
+
+  [[nodiscard]] bool contains(const std::string& thread) const {
+    std::lock_guard lock(mu_);
+    return index_.count(thread) > 0;
+  }
+
+  /// Removes and returns the entry of `thread`, if any.
+  std::optional<Entry> take(const std::string& thread) {
+    std::lock_guard lock(mu_);
+    auto it = index_.find(thread);
+    if (it == index_.end()) return std::nullopt;
+    std::optional<Entry> out(std::move(it->second->second));
+    order_.erase(it->second);
+    index_.erase(it);
+    return out;
+  }
+
+  void put(const std::string& thread, Entry entry) {
+    if (capacity_ == 0) return;
+    std::lock_guard lock(mu_);
+    if (auto it = index_.find(thread); it != index_.end()) {
+      order_.erase(it->second);
+      index_.erase(it);
+    }
+    order_.emplace_front(thread, std::move(entry));
+    index_[thread] = order_.begin();
+    if (order_.size() > capacity_) {
+      index_.erase(order_.back().first);
+      order_.pop_back();
     }
   }
 
  private:
-  void loop() {
-    std::unique_lock lock(mu_);
-    for (;;) {
-      cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
-      if (jobs_.empty()) return;
-      auto job = std::move(jobs_.front());
-      jobs_.pop_front();
-      busy_ = true;
-      lock.unlock();
-      std::exception_ptr failure;
-      try {
-        job();
-      } catch (...) {
-        failure = std::current_exception();
-      }
-      lock.lock();
-      busy_ = false;
-      if (failure && !error_) {
-        error_ = failure;
-        jobs_.clear();
-      }
-      idle_cv_.notify_all();
-    }
-  }
-
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::condition_variable idle_cv_;
-  std::deque<std::function<void()>> jobs_;
-  std::exception_ptr error_;
-  bool busy_ = false;
-  bool stop_ = false;
-  std::thread thread_;
+  const std::size_t capacity_;
+  mutable std::mutex mu_;
+  std::list<std::pair<std::string, Entry>> order_;  // newest first
+  std::unordered_map<std::string, typename std::list<std::pair<std::string, Entry>>::iterator>
+      index_;
 };
 
 }  // namespace sg::detail

@@ -40,6 +40,34 @@ struct NodeEntry {
   ArgReader read_arg;  // rebuilds a Send argument from a checkpoint
 };
 
+/// The cache slot of a field whose reducer keeps none.
+struct MonostateCache {
+  struct Cache {};
+};
+
+template <State S, class Seq>
+struct FieldCachesOf;
+template <State S, std::size_t... I>
+struct FieldCachesOf<S, std::index_sequence<I...>> {
+  using type = std::tuple<
+      typename std::conditional_t<CachedReducer<typename field_t<S, I>::reducer_type>,
+                                  typename field_t<S, I>::reducer_type, MonostateCache>::Cache...>;
+};
+/// The reducer caches of a run, one per field (see CachedReducer).
+template <State S>
+using FieldCaches = typename FieldCachesOf<S, std::make_index_sequence<field_count_v<S>>>::type;
+
+/// A thread as a run left it: its latest checkpoint's id and what restoring it would give.
+template <State S>
+struct FinishedThread {
+  std::string checkpoint_id;
+  S state;
+  FieldCaches<S> caches;
+  ChannelVersions versions;
+  std::map<std::string, ChannelVersions> versions_seen;
+  int step = -1;
+};
+
 /// A compiled graph's immutable data, shared by its runs (and by abandoned timed-out tasks).
 template <State S>
 struct GraphDef {
@@ -52,6 +80,8 @@ struct GraphDef {
   /// Recent run time of each node in a multi-task superstep (ns, moving average; kUnknownCost
   /// until measured). Decides whether a step's tasks are worth sending to the pool.
   std::unique_ptr<std::atomic<std::uint32_t>[]> cost_ns;
+  /// Threads recently finished by runs with options.checkpointer (CompileOptions::recent_threads).
+  std::unique_ptr<RecentThreads<FinishedThread<S>>> recent;
 };
 
 inline constexpr std::uint32_t kUnknownCost = 0xFFFFFFFFu;
@@ -174,11 +204,6 @@ struct TimedAttempt {
   std::chrono::steady_clock::time_point deadline;
 };
 
-/// The cache slot of a field whose reducer keeps none.
-struct MonostateCache {
-  struct Cache {};
-};
-
 /// What a run starts from: new input (applied by the START task), or the thread's checkpoint
 /// (resume / continue), optionally with a Command's resume value, update and gotos.
 template <State S>
@@ -222,7 +247,8 @@ class Runner {
       if (config.thread_id.empty())
         throw Error(errc::kInvalidRun, "a graph with a checkpointer needs RunConfig::thread_id");
       durability_ = config.durability.value_or(saver_->default_durability());
-      if (durability_ == Durability::async) writer_ = std::make_unique<AsyncWriter>();
+      if (durability_ == Durability::async)
+        writer_ = std::make_unique<AsyncWriter>(*def_->pool, *saver_);
       run_id_ = config.run_id.empty() ? new_uuid4() : config.run_id;
       stored_ = CheckpointConfig{config.thread_id, config.checkpoint_ns, {}};
       stored_version_.assign(field_count_v<S>, -1);
@@ -244,16 +270,20 @@ class Runner {
   RunResult<S> run(RunRequest<S>&& request) {
     const int limit = shared_->cfg.recursion_limit;
     if (limit < 1) throw Error(errc::kInvalidRun, "recursion_limit must be at least 1");
-    std::optional<CheckpointTuple> loaded;
+    bool loaded = false;
     if (saver_) {
-      loaded = saver_->get_tuple(CheckpointConfig{
-          shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
-      if (!shared_->cfg.checkpoint_id.empty() && !loaded) {
-        throw Error(errc::kInvalidRun, "thread '" + shared_->cfg.thread_id +
-                                           "' has no checkpoint '" + shared_->cfg.checkpoint_id +
-                                           "'");
+      loaded = restore_recent();
+      if (!loaded) {
+        auto tuple = saver_->get_tuple(CheckpointConfig{
+            shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
+        if (!shared_->cfg.checkpoint_id.empty() && !tuple) {
+          throw Error(errc::kInvalidRun, "thread '" + shared_->cfg.thread_id +
+                                             "' has no checkpoint '" + shared_->cfg.checkpoint_id +
+                                             "'");
+        }
+        if (tuple) restore(*tuple);
+        loaded = tuple.has_value();
       }
-      if (loaded) restore(*loaded);
     }
 
     bool skip_breakpoint = false;
@@ -273,7 +303,10 @@ class Runner {
       if (saver_ && !input_saved) {
         step_ = loaded ? step_ + 1 : -1;
         if constexpr (kJsonState<S>) start_input_ = update_to_json(*request.input);
+        // The input checkpoint is stored with the next one, in one write: no node runs between.
+        hold_puts_ = true;
         save_checkpoint("input", {});
+        hold_puts_ = false;
       } else if (!saver_) {
         step_ = -1;
       }
@@ -282,7 +315,12 @@ class Runner {
       tasks_.resize(1);
       reset_task(tasks_[0], topo_.start, -1);
       tasks_[0].output.emplace(Command<S>{std::move(*request.input), {}, {}, {}});
-      finish_step();
+      try {
+        finish_step();
+      } catch (...) {
+        flush_held_puts();  // an input the graph rejects is still recorded, as in LangGraph
+        throw;
+      }
       save_step();
     } else {
       if (!saver_) throw Error(errc::kInvalidRun, "continuing a thread needs a checkpointer");
@@ -341,6 +379,7 @@ class Runner {
       }
     }
     finish_persisting();
+    remember_finished();
     RunResult<S> result;
     result.state = std::move(state_);
     return result;
@@ -577,14 +616,44 @@ class Runner {
     }
   }
 
+  /// Whether a task of this step may run for kAsyncWriteDelay or more (or was never timed).
+  [[nodiscard]] bool step_may_be_long() const {
+    constexpr auto kLong =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(kAsyncWriteDelay).count();
+    return std::any_of(tasks_.begin(), tasks_.end(), [&](const Task& t) {
+      if (t.restored) return false;
+      const std::uint32_t cost =
+          def_->cost_ns[static_cast<std::size_t>(t.node)].load(std::memory_order_relaxed);
+      return cost == kUnknownCost || cost >= kLong;
+    });
+  }
+
+  /// Folds a run time of `node` into its moving average.
+  void record_cost(int node, std::chrono::steady_clock::duration took) {
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(took).count();
+    auto& cost = def_->cost_ns[static_cast<std::size_t>(node)];
+    const std::uint32_t sample =
+        static_cast<std::uint32_t>(std::min<std::int64_t>(ns, kUnknownCost - 1));
+    const std::uint32_t old = cost.load(std::memory_order_relaxed);
+    cost.store(old == kUnknownCost ? sample : old - old / 4 + sample / 4,
+               std::memory_order_relaxed);
+  }
+
   void execute_tasks() {
     shared_->step_failed.store(false);
     if (streams(StreamMode::debug)) {
       for (const Task& t : tasks_) emit_debug_start(t);
     }
+    if (writer_) writer_->start_if_due(step_may_be_long());
     if (tasks_.size() == 1 && !is_timed(tasks_[0])) {
       if (tasks_[0].restored) return;
-      run_task(tasks_[0]);
+      if (writer_) {
+        const auto began = std::chrono::steady_clock::now();
+        run_task(tasks_[0]);
+        record_cost(tasks_[0].node, std::chrono::steady_clock::now() - began);
+      } else {
+        run_task(tasks_[0]);
+      }
       emit_task_finished(tasks_[0]);
       if (tasks_[0].error || !tasks_[0].interrupts.empty()) save_task_outcome(tasks_[0]);
       return;
@@ -651,15 +720,7 @@ class Runner {
     if (!shared.cfg.cancellation.cancelled()) {
       const auto began = std::chrono::steady_clock::now();
       run_task(tasks_[index]);
-      const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          std::chrono::steady_clock::now() - began)
-                          .count();
-      auto& cost = def_->cost_ns[static_cast<std::size_t>(tasks_[index].node)];
-      const std::uint32_t sample =
-          static_cast<std::uint32_t>(std::min<std::int64_t>(ns, kUnknownCost - 1));
-      const std::uint32_t old = cost.load(std::memory_order_relaxed);
-      cost.store(old == kUnknownCost ? sample : old - old / 4 + sample / 4,
-                 std::memory_order_relaxed);
+      record_cost(tasks_[index].node, std::chrono::steady_clock::now() - began);
     }
     {
       std::lock_guard lock(shared.mu);
@@ -1020,6 +1081,56 @@ class Runner {
     for (auto& marks : join_marks_) std::fill(marks.begin(), marks.end(), 0);
   }
 
+  /// Whether this run's thread can be kept in (and taken from) the graph's recent threads: the
+  /// graph's own checkpointer, the root namespace, the latest checkpoint.
+  [[nodiscard]] bool recent_applies() const {
+    return def_->recent && saver_ == def_->options.checkpointer.get() &&
+           shared_->cfg.checkpoint_ns.empty();
+  }
+
+  /// Restores the thread as the last run on it left it, if that is still its latest checkpoint.
+  bool restore_recent() {
+    if (!recent_applies() || !shared_->cfg.checkpoint_id.empty()) return false;
+    const std::string& thread = shared_->cfg.thread_id;
+    if (!def_->recent->contains(thread)) return false;
+    const auto latest = saver_->latest_checkpoint_id(thread, shared_->cfg.checkpoint_ns);
+    auto finished = def_->recent->take(thread);
+    if (!finished || !latest || finished->checkpoint_id != *latest) return false;
+    state_ = std::move(finished->state);
+    caches_ = std::move(finished->caches);
+    versions_ = std::move(finished->versions);
+    versions_seen_ = std::move(finished->versions_seen);
+    step_ = finished->step;
+    clear_schedule();
+    pending_start_.reset();
+    after_restore(finished->checkpoint_id);
+    return true;
+  }
+
+  /// Keeps the thread's final state for the next run (after a run that finished normally).
+  void remember_finished() {
+    if (!recent_applies() || pending_start_ || stored_.checkpoint_id.empty()) return;
+    if constexpr (std::is_copy_constructible_v<S>) {
+      def_->recent->put(shared_->cfg.thread_id,
+                        FinishedThread<S>{stored_.checkpoint_id, state_, caches_, versions_,
+                                          versions_seen_, saved_step_});
+    }
+  }
+
+  /// What both restores set: version bookkeeping and the checkpoint the run continues from.
+  void after_restore(const std::string& checkpoint_id) {
+    max_version_ = 0;
+    for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
+    for_each_field<S>([&](auto i) {
+      auto v = versions_.find(std::string(field_t<S, i>::name));
+      stored_version_[i] = v != versions_.end() ? v->second : -1;
+    });
+    stored_ = CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id};
+    current_id_ = checkpoint_id;
+    saved_step_ = step_;
+    resumed_writes_.clear();
+  }
+
   /// Loads a checkpoint into the run: state, what runs next, versions, saved writes.
   void restore(const CheckpointTuple& tuple) {
     if constexpr (kJsonState<S>) {
@@ -1092,6 +1203,8 @@ class Runner {
       }
       stored_ = tuple.config;
       current_id_ = tuple.config.checkpoint_id;
+      saved_step_ = step_;
+      above_thread_versions_ = !shared_->cfg.checkpoint_id.empty();
       resumed_writes_.clear();
       for (const auto& w : tuple.pending_writes) resumed_writes_[w.task_id].push_back(w);
     }
@@ -1266,11 +1379,28 @@ class Runner {
   /// After a superstep: a "loop" checkpoint.
   void save_step() { save_checkpoint("loop", {}); }
 
+  /// Before the first checkpoint on top of an explicitly chosen (maybe older) checkpoint: new
+  /// versions must exceed every version of the thread, or the new branch would overwrite values
+  /// that the other branch's checkpoints still use. The newest checkpoint holds the highest.
+  void raise_to_thread_versions() {
+    above_thread_versions_ = false;
+    ListOptions newest;
+    newest.thread_id = shared_->cfg.thread_id;
+    newest.checkpoint_ns = shared_->cfg.checkpoint_ns;
+    newest.limit = 1;
+    newest.include_values = false;
+    for (const auto& t : saver_->list(newest)) {
+      for (const auto& [ch, v] : t.checkpoint.channel_versions)
+        max_version_ = std::max(max_version_, v);
+    }
+  }
+
   /// Records a checkpoint of the run's current state (stored now, in the background, or at the
   /// end, by durability).
   void save_checkpoint(const char* source, const std::vector<int>& /*unused*/) {
     if (!saver_) return;
     if constexpr (kJsonState<S>) {
+      if (above_thread_versions_) raise_to_thread_versions();
       const std::int64_t v = ++max_version_;
       for_each_field<S>([&](auto i) {
         if (!changed_[i] && !changed_all_fields_) return;
@@ -1307,6 +1437,7 @@ class Runner {
       cp.channel_versions = versions_;
       cp.versions_seen = versions_seen_;
       current_id_ = cp.id;
+      saved_step_ = step_;
       nlohmann::json metadata{{"source", source},
                               {"step", step_},
                               {"parents", nlohmann::json::object()},
@@ -1345,17 +1476,26 @@ class Runner {
       });
       dirty_.clear();
       start_input_.reset();
-      const CheckpointConfig parent = stored_;
-      stored_ = CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, cp.id};
-      auto job = [saver = saver_, parent, cp = std::move(cp), metadata = std::move(metadata),
-                  new_versions = std::move(new_versions)] {
-        saver->put(parent, cp, metadata, new_versions);
-      };
-      if (writer_) {
-        writer_->submit(std::move(job));
-      } else {
-        job();
-      }
+      CheckpointPut put{stored_, std::move(cp), std::move(metadata), std::move(new_versions)};
+      stored_ =
+          CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, put.checkpoint.id};
+      held_puts_.push_back(std::move(put));
+      if (!hold_puts_) flush_held_puts();
+    }
+  }
+
+  /// Stores the checkpoints recorded so far, in one write.
+  void flush_held_puts() {
+    if (held_puts_.empty()) return;
+    std::vector<CheckpointPut> puts = std::move(held_puts_);
+    held_puts_.clear();
+    if (writer_) {
+      writer_->submit(std::move(puts));
+    } else if (puts.size() == 1) {
+      const auto& p = puts.front();
+      saver_->put(p.config, p.checkpoint, p.metadata, p.new_versions);
+    } else {
+      saver_->put_all(puts);
     }
   }
 
@@ -1544,6 +1684,8 @@ class Runner {
 
   S state_{};
   int step_ = 0;
+  int saved_step_ = -1;                 // the step of the latest checkpoint
+  bool above_thread_versions_ = false;  // see raise_to_thread_versions()
   std::vector<Task> tasks_;
   std::vector<int> next_pull_;
   std::vector<char> pull_mark_;
@@ -1555,16 +1697,7 @@ class Runner {
   typename ScratchOf<std::make_index_sequence<field_count_v<S>>>::type scratch_;
   std::vector<std::string_view> names_;
 
-  template <class Seq>
-  struct CachesOf;
-  template <std::size_t... I>
-  struct CachesOf<std::index_sequence<I...>> {
-    using type =
-        std::tuple<typename std::conditional_t<CachedReducer<typename field_t<S, I>::reducer_type>,
-                                               typename field_t<S, I>::reducer_type,
-                                               MonostateCache>::Cache...>;
-  };
-  typename CachesOf<std::make_index_sequence<field_count_v<S>>>::type caches_;
+  FieldCaches<S> caches_;
   std::vector<char> changed_;  // per field: written in the step being finished
   bool changed_all_fields_ = false;
 
@@ -1572,6 +1705,8 @@ class Runner {
   Checkpointer* saver_ = nullptr;
   Durability durability_ = Durability::sync;
   std::unique_ptr<AsyncWriter> writer_;
+  std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
+  bool hold_puts_ = false;                // keep the next one for a joint write
   std::string run_id_;
   CheckpointConfig stored_;  // the last stored checkpoint: the parent of the next
   std::string current_id_;   // the latest checkpoint, stored or not: task writes go against it
