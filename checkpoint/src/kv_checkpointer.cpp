@@ -9,8 +9,8 @@
 // Every value is an envelope: "SG", format version, kind, CRC-32 of the payload, CBOR payload.
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 
-#include <boost/crc.hpp>
 #include <fmt/format.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <set>
@@ -102,19 +102,74 @@ std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
 }
 
 std::uint32_t crc32(std::string_view payload) {
-  boost::crc_32_type crc;
-  crc.process_bytes(payload.data(), payload.size());
-  return crc.checksum();
+  return static_cast<std::uint32_t>(::crc32(::crc32(0L, Z_NULL, 0),
+                                            reinterpret_cast<const Bytef*>(payload.data()),
+                                            static_cast<uInt>(payload.size())));
+}
+
+/// Writes CBOR (RFC 8949) items into a string: what JSON values become on disk. Used directly
+/// for records whose shape is known, which skips building a JSON tree.
+class CborWriter {
+ public:
+  explicit CborWriter(std::string& out) : out_(out) {}
+  void map(std::size_t entries) { head(5, entries); }
+  void array(std::size_t items) { head(4, items); }
+  void text(std::string_view s) {
+    head(3, s.size());
+    out_.append(s);
+  }
+  void integer(std::int64_t v) {
+    if (v >= 0) {
+      head(0, static_cast<std::uint64_t>(v));
+    } else {
+      head(1, static_cast<std::uint64_t>(-(v + 1)));
+    }
+  }
+  void value(const json& j) { json::to_cbor(j, out_); }
+  void versions(const ChannelVersions& versions) {
+    map(versions.size());
+    for (const auto& [channel, version] : versions) {
+      text(channel);
+      integer(version);
+    }
+  }
+
+ private:
+  void head(std::uint8_t major, std::uint64_t n) {
+    const auto m = static_cast<std::uint8_t>(major << 5);
+    auto put = [&](std::uint8_t info, int bytes) {
+      out_.push_back(static_cast<char>(m | info));
+      for (int i = bytes - 1; i >= 0; --i) out_.push_back(static_cast<char>((n >> (i * 8)) & 0xFF));
+    };
+    if (n < 24) {
+      put(static_cast<std::uint8_t>(n), 0);
+    } else if (n <= 0xFF) {
+      put(24, 1);
+    } else if (n <= 0xFFFF) {
+      put(25, 2);
+    } else if (n <= 0xFFFFFFFF) {
+      put(26, 4);
+    } else {
+      put(27, 8);
+    }
+  }
+  std::string& out_;
+};
+
+/// An envelope whose CBOR payload `write_payload(CborWriter&)` writes.
+template <class Write>
+std::string envelope_with(char kind, Write&& write_payload) {
+  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind, 0, 0, 0, 0};
+  CborWriter writer(out);
+  write_payload(writer);
+  const std::uint32_t crc = crc32(std::string_view(out).substr(8));
+  for (int i = 0; i < 4; ++i)
+    out[4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (i * 8)) & 0xFF);
+  return out;
 }
 
 std::string envelope(char kind, const json& payload) {
-  const std::vector<std::uint8_t> cbor = json::to_cbor(payload);
-  const std::string_view body(reinterpret_cast<const char*>(cbor.data()), cbor.size());
-  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind};
-  const std::uint32_t crc = crc32(body);
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (i * 8)) & 0xFF));
-  out.append(body);
-  return out;
+  return envelope_with(kind, [&](CborWriter& w) { w.value(payload); });
 }
 
 /// Where a record came from, for error messages.
@@ -184,10 +239,18 @@ Ranges ranges_from_json(const json& view, const Origin& origin) {
   return out;
 }
 
-json ranges_to_json(const Ranges& ranges) {
-  json list = json::array();
-  for (const auto& [a, b] : ranges) list.push_back(json::array({a, b}));
-  return json{{"ranges", std::move(list)}};
+/// A view blob: `{"ranges": [[from, to], ...]}`.
+std::string view_envelope(const Ranges& ranges) {
+  return envelope_with(kViewBlob, [&](CborWriter& w) {
+    w.map(1);
+    w.text("ranges");
+    w.array(ranges.size());
+    for (const auto& [a, b] : ranges) {
+      w.array(2);
+      w.integer(static_cast<std::int64_t>(a));
+      w.integer(static_cast<std::int64_t>(b));
+    }
+  });
 }
 
 /// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.
@@ -254,82 +317,180 @@ std::uint64_t KvCheckpointer::next_seq(const std::string& prefix) {
   return next;
 }
 
-void KvCheckpointer::forget_seqs(const std::string& thread_key) {
-  for (auto it = next_seq_.begin(); it != next_seq_.end();) {
-    it = it->first.rfind(thread_key, 0) == 0 ? next_seq_.erase(it) : std::next(it);
-  }
+void KvCheckpointer::forget_thread(const std::string& thread_key) {
+  auto forget = [&](auto& cache) {
+    for (auto it = cache.lower_bound(thread_key);
+         it != cache.end() && it->first.compare(0, thread_key.size(), thread_key) == 0;) {
+      it = cache.erase(it);
+    }
+  };
+  forget(next_seq_);
+  forget(views_);
+  forget(latest_);
 }
 
-CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,
-                                     const json& metadata, const ChannelVersions& new_versions) {
+/// A batch being built: its operations and what they change in the caches.
+struct KvCheckpointer::Staged {
+  std::vector<KvOp> batch;
+  std::map<std::string, std::uint64_t> seqs;                     // log -> next sequence number
+  std::map<std::string, std::pair<std::int64_t, Ranges>> views;  // log -> newest staged view
+  std::map<std::string, std::string> latest;                     // prefix -> newest staged id
+};
+
+KvCheckpointer::LogRanges KvCheckpointer::base_view(const Staged& staged, const std::string& prefix,
+                                                    const std::string& channel,
+                                                    std::int64_t version,
+                                                    const CheckpointConfig& config,
+                                                    const Checkpoint& checkpoint) {
+  const std::string log = log_prefix(prefix, channel);
+  using Views = std::map<std::string, std::pair<std::int64_t, Ranges>>;
+  for (const Views* views : {&staged.views, static_cast<const Views*>(&views_)}) {
+    auto it = views->find(log);
+    if (it != views->end() && it->second.first == version) return it->second.second;
+  }
+  auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
+  if (!stored) {
+    invalid(fmt::format("$messages: channel '{}' has no version {} to build on", channel, version));
+  }
+  const Origin origin{config.thread_id, checkpoint.id, "message view"};
+  return ranges_from_json(open_envelope(*stored, kViewBlob, origin), origin);
+}
+
+void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
+                               const Checkpoint& checkpoint, const json& metadata,
+                               const ChannelVersions& new_versions) {
   if (config.thread_id.empty()) invalid("put: the config needs a thread_id");
   if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
   check_name("thread_id", config.thread_id);
   check_name("checkpoint_ns", config.checkpoint_ns);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   const Origin origin{config.thread_id, checkpoint.id, "checkpoint"};
-
-  std::lock_guard lock(write_mu_);
-  std::vector<KvOp> batch;
-  std::map<std::string, std::uint64_t> seqs_after;  // log counters this batch advances
+  auto& batch = staged.batch;
   for (const auto& [channel, version] : new_versions) {
     check_name("channel", channel);
-    const std::string key = blob_key(prefix, channel, version);
+    std::string key = blob_key(prefix, channel, version);
     auto value = checkpoint.channel_values.find(channel);
     if (value == checkpoint.channel_values.end()) {
-      batch.push_back({KvOp::Kind::put, Column::blobs, key, envelope(kEmptyBlob, json())});
+      batch.push_back(
+          {KvOp::Kind::put, Column::blobs, std::move(key), envelope(kEmptyBlob, json())});
       continue;
     }
     if (!value->is_object() || !value->contains(kMessagesKey)) {
-      batch.push_back({KvOp::Kind::put, Column::blobs, key, envelope(kJsonBlob, *value)});
+      batch.push_back(
+          {KvOp::Kind::put, Column::blobs, std::move(key), envelope(kJsonBlob, *value)});
       continue;
     }
     // An incremental message list: base positions and new messages -> log ranges.
     const json& spec = (*value)[kMessagesKey];
     Ranges base;
-    if (spec.contains("base") && !spec["base"].is_null()) {
-      auto stored =
-          kv_->get(Column::blobs, blob_key(prefix, channel, spec["base"].get<std::int64_t>()));
-      if (!stored)
-        invalid(fmt::format("$messages: channel '{}' has no version {} to build on", channel,
-                            spec["base"].dump()));
-      base = ranges_from_json(
-          open_envelope(*stored, kViewBlob, {config.thread_id, checkpoint.id, "message view"}),
-          origin);
+    if (auto b = spec.find("base"); b != spec.end() && !b->is_null()) {
+      if (!b->is_number_integer()) invalid("$messages: base must be an integer version");
+      base = base_view(staged, prefix, channel, b->get<std::int64_t>(), config, checkpoint);
     }
     const std::string log = log_prefix(prefix, channel);
-    std::uint64_t seq = seqs_after.count(log) ? seqs_after[log] : next_seq(log);
+    auto seq_it = staged.seqs.find(log);
+    std::uint64_t seq = seq_it != staged.seqs.end() ? seq_it->second : next_seq(log);
     Ranges ranges;
-    for (const json& item : spec.value("items", json::array())) {
-      if (item.is_array()) {
-        map_positions(base, item.at(0).get<std::uint64_t>(), item.at(1).get<std::uint64_t>(),
-                      ranges);
-      } else {
-        std::string key_seq = log;
-        append_u64(key_seq, seq);
-        batch.push_back(
-            {KvOp::Kind::put, Column::messages, std::move(key_seq), envelope(kLogEntry, item)});
-        push_range(ranges, seq, seq + 1);
-        ++seq;
+    if (auto items = spec.find("items"); items != spec.end()) {
+      if (!items->is_array()) invalid("$messages: items must be an array");
+      for (const json& item : *items) {
+        if (item.is_array()) {
+          try {
+            map_positions(base, item.at(0).get<std::uint64_t>(), item.at(1).get<std::uint64_t>(),
+                          ranges);
+          } catch (const json::exception& e) {
+            invalid(fmt::format("$messages: a position range must be [from, to]: {}", e.what()));
+          }
+        } else {
+          std::string key_seq = log;
+          append_u64(key_seq, seq);
+          batch.push_back(
+              {KvOp::Kind::put, Column::messages, std::move(key_seq), envelope(kLogEntry, item)});
+          push_range(ranges, seq, seq + 1);
+          ++seq;
+        }
       }
     }
-    seqs_after[log] = seq;
-    batch.push_back(
-        {KvOp::Kind::put, Column::blobs, key, envelope(kViewBlob, ranges_to_json(ranges))});
+    staged.seqs[log] = seq;
+    batch.push_back({KvOp::Kind::put, Column::blobs, std::move(key), view_envelope(ranges)});
+    staged.views[log] = {version, std::move(ranges)};
   }
-  json record{{"checkpoint",
-               {{"v", checkpoint.v},
-                {"id", checkpoint.id},
-                {"ts", checkpoint.ts},
-                {"channel_versions", checkpoint.channel_versions},
-                {"versions_seen", checkpoint.versions_seen}}},
-              {"metadata", metadata.is_null() ? json::object() : metadata},
-              {"parent", config.checkpoint_id}};
-  batch.push_back(
-      {KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id, envelope(kRecord, record)});
-  kv_->write(batch);
-  for (const auto& [log, seq] : seqs_after) next_seq_[log] = seq;
+  const json& meta = metadata.is_null() ? json::object() : metadata;
+  batch.push_back({KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
+                   envelope_with(kRecord, [&](CborWriter& w) {
+                     w.map(3);
+                     w.text("checkpoint");
+                     w.map(5);
+                     w.text("v");
+                     w.integer(checkpoint.v);
+                     w.text("id");
+                     w.text(checkpoint.id);
+                     w.text("ts");
+                     w.text(checkpoint.ts);
+                     w.text("channel_versions");
+                     w.versions(checkpoint.channel_versions);
+                     w.text("versions_seen");
+                     w.map(checkpoint.versions_seen.size());
+                     for (const auto& [node, seen] : checkpoint.versions_seen) {
+                       w.text(node);
+                       w.versions(seen);
+                     }
+                     w.text("metadata");
+                     w.value(meta);
+                     w.text("parent");
+                     w.text(config.checkpoint_id);
+                   })});
+  auto& newest = staged.latest[prefix];
+  if (newest < checkpoint.id) newest = checkpoint.id;
+}
+
+void KvCheckpointer::commit(Staged& staged) {
+  kv_->write(staged.batch);
+  for (auto& [log, seq] : staged.seqs) next_seq_[log] = seq;
+  for (auto& [log, view] : staged.views) views_[log] = std::move(view);
+  for (auto& [prefix, id] : staged.latest) {
+    // Only a known newest id can be advanced: without one, older storage is unknown.
+    auto it = latest_.find(prefix);
+    if (it != latest_.end() && it->second < id) it->second = id;
+  }
+}
+
+CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,
+                                     const json& metadata, const ChannelVersions& new_versions) {
+  std::lock_guard lock(write_mu_);
+  Staged staged;
+  stage_put(staged, config, checkpoint, metadata, new_versions);
+  commit(staged);
   return CheckpointConfig{config.thread_id, config.checkpoint_ns, checkpoint.id};
+}
+
+std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<CheckpointPut>& puts) {
+  std::lock_guard lock(write_mu_);
+  Staged staged;
+  std::vector<CheckpointConfig> out;
+  out.reserve(puts.size());
+  for (const auto& p : puts) {
+    stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions);
+    out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
+  }
+  if (!staged.batch.empty()) commit(staged);
+  return out;
+}
+
+std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::string& thread_id,
+                                                                const std::string& checkpoint_ns) {
+  if (thread_id.empty()) return std::nullopt;
+  const std::string prefix = prefix_of(thread_id, checkpoint_ns);
+  std::lock_guard lock(write_mu_);
+  if (auto it = latest_.find(prefix); it != latest_.end()) return it->second;
+  std::optional<std::string> found;
+  kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
+            [&](std::string_view key, std::string_view) {
+              found = std::string(key.substr(prefix.size()));
+              return false;
+            });
+  if (found) latest_[prefix] = *found;
+  return found;
 }
 
 void KvCheckpointer::put_writes(const CheckpointConfig& config,
@@ -548,7 +709,7 @@ void KvCheckpointer::delete_thread(const std::string& thread_id) {
     batch.push_back({KvOp::Kind::erase_range, static_cast<Column>(c), tp, prefix_end(tp)});
   }
   kv_->write(batch);
-  forget_seqs(tp);
+  forget_thread(tp);
 }
 
 void KvCheckpointer::copy_thread(const std::string& source, const std::string& target) {
@@ -570,7 +731,7 @@ void KvCheckpointer::copy_thread(const std::string& source, const std::string& t
               });
   }
   kv_->write(batch);
-  forget_seqs(to);
+  forget_thread(to);
 }
 
 void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) {
@@ -626,6 +787,7 @@ void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStra
                   return true;
                 });
       kv_->write(batch);
+      forget_thread(thread_prefix(thread));
     }
   }
 }

@@ -1,5 +1,6 @@
 #include <stategraph/checkpoint/memory_saver.hpp>
 
+#include <algorithm>
 #include <array>
 #include <map>
 #include <shared_mutex>
@@ -54,6 +55,7 @@ class InMemorySaver::Backend final : public detail::KvBackend {
     // into the store.
     std::string lo(lower);
     std::string hi(upper);
+    std::size_t chunk = kFirstChunk;  // grows: most scans stop at their first entry
     for (;;) {
       std::vector<std::pair<std::string, std::string>> entries;
       {
@@ -62,10 +64,10 @@ class InMemorySaver::Backend final : public detail::KvBackend {
         auto first = map.lower_bound(lo);
         auto last = hi.empty() ? map.end() : map.lower_bound(hi);
         if (!reverse) {
-          for (auto it = first; it != last && entries.size() < kChunk; ++it)
+          for (auto it = first; it != last && entries.size() < chunk; ++it)
             entries.emplace_back(it->first, it->second);
         } else {
-          for (auto it = last; it != first && entries.size() < kChunk;) {
+          for (auto it = last; it != first && entries.size() < chunk;) {
             --it;
             entries.emplace_back(it->first, it->second);
           }
@@ -74,7 +76,8 @@ class InMemorySaver::Backend final : public detail::KvBackend {
       for (const auto& [k, v] : entries) {
         if (!visit(k, v)) return;
       }
-      if (entries.size() < kChunk) return;
+      if (entries.size() < chunk) return;
+      chunk = std::min(chunk * 2, kMaxChunk);
       if (!reverse) {
         lo = entries.back().first + std::string(1, '\0');  // the smallest key after the last one
       } else {
@@ -89,7 +92,8 @@ class InMemorySaver::Backend final : public detail::KvBackend {
   }
 
  private:
-  static constexpr std::size_t kChunk = 256;
+  static constexpr std::size_t kFirstChunk = 2;
+  static constexpr std::size_t kMaxChunk = 256;
   mutable std::shared_mutex mu_;
   std::array<std::map<std::string, std::string, std::less<>>, detail::kColumnCount> maps_;
   std::size_t bytes_ = 0;

@@ -486,3 +486,7 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
                            {{"messages", 5}});
   CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
 }
+
+TEST_CASE("InMemorySaver writes synchronously by default") {
+  CHECK(sg::InMemorySaver().default_durability() == sg::Durability::sync);
+}

@@ -60,10 +60,13 @@ class KvCheckpointer : public Checkpointer {
   CheckpointConfig put(const CheckpointConfig& config, const Checkpoint& checkpoint,
                        const nlohmann::json& metadata,
                        const ChannelVersions& new_versions) override;
+  std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts) override;
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path = {}) override;
   std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override;
+  std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
+                                                  const std::string& checkpoint_ns) override;
   std::vector<CheckpointTuple> list(const ListOptions& options) override;
   std::vector<std::string> threads() override;
   void delete_thread(const std::string& thread_id) override;
@@ -85,12 +88,24 @@ class KvCheckpointer : public Checkpointer {
   nlohmann::json read_channel(const std::string& thread, const std::string& ns,
                               const std::string& checkpoint_id, const std::string& channel,
                               std::int64_t version, bool& present);
+  using LogRanges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  struct Staged;
+  void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
+                 const nlohmann::json& metadata, const ChannelVersions& new_versions);
+  void commit(Staged& staged);
+  LogRanges base_view(const Staged& staged, const std::string& prefix, const std::string& channel,
+                      std::int64_t version, const CheckpointConfig& config,
+                      const Checkpoint& checkpoint);
   std::uint64_t next_seq(const std::string& log_prefix);
-  void forget_seqs(const std::string& thread_prefix);
+  void forget_thread(const std::string& thread_prefix);
 
   std::unique_ptr<detail::KvBackend> kv_;
-  std::mutex write_mu_;                            // serializes writers (read-modify-write)
-  std::map<std::string, std::uint64_t> next_seq_;  // guarded by write_mu_
+  // Serializes writers (read-modify-write) and guards the caches below, which only this object's
+  // writes change (a store has one KvCheckpointer: RocksDB locks its directory).
+  std::mutex write_mu_;
+  std::map<std::string, std::uint64_t> next_seq_;  // message log -> next sequence number
+  std::map<std::string, std::pair<std::int64_t, LogRanges>> views_;  // log -> newest view
+  std::map<std::string, std::string> latest_;  // thread+namespace prefix -> newest checkpoint
 };
 
 }  // namespace sg

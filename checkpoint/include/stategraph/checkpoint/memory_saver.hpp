@@ -6,10 +6,13 @@ namespace sg {
 
 /// A checkpointer that keeps everything in memory (LangGraph's InMemorySaver / MemorySaver):
 /// for tests, short-lived processes and benchmarks. Same semantics and storage layout as
-/// RocksDbSaver; nothing survives the process. Thread-safe.
+/// RocksDbSaver; nothing survives the process, so its default durability is "sync": a write
+/// costs less than handing it to another thread. Thread-safe.
 class InMemorySaver final : public KvCheckpointer {
  public:
   InMemorySaver();
+  /// Durability::sync (see the class comment). noexcept.
+  [[nodiscard]] Durability default_durability() const noexcept override { return Durability::sync; }
   /// Bytes of keys and values held (the serialized size of everything stored).
   [[nodiscard]] std::size_t stored_bytes() const;
 
