@@ -487,6 +487,65 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
 }
 
+TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  auto msg = [](int i) {
+    return json{{"type", "ai"}, {"content", "m" + std::to_string(i)}, {"id", std::to_string(i)}};
+  };
+  // The second checkpoint builds on the first one's message list, in the same batch.
+  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0)}}}}}}}, {{"messages", 1}});
+  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(1)}}}}}}},
+                       {{"messages", 2}});
+  const auto stored = saver->put_all({{config(tid), c1, metadata("input", -1), {{"messages", 1}}},
+                                      {config(tid, "", c1.id), c2, metadata(), {{"messages", 2}}}});
+  REQUIRE(stored.size() == 2);
+  CHECK(stored[1].checkpoint_id == c2.id);
+  CHECK(saver->get_tuple(stored[0])->checkpoint.channel_values["messages"] ==
+        json::array({msg(0)}));
+  const auto latest = saver->get_tuple(config(tid));
+  CHECK(latest->config.checkpoint_id == c2.id);
+  CHECK(latest->parent_config->checkpoint_id == c1.id);
+  CHECK(latest->checkpoint.channel_values["messages"] == json::array({msg(0), msg(1)}));
+
+  // One bad checkpoint: nothing of the batch is stored.
+  auto c3 = checkpoint({{"x", 1}}, {{"x", 3}});
+  auto bad = checkpoint({{"messages", {{"$messages", {{"base", 42}, {"items", json::array()}}}}}},
+                        {{"messages", 4}});
+  CHECK_THROWS_AS(saver->put_all({{config(tid, "", c2.id), c3, metadata(), {{"x", 3}}},
+                                  {config(tid, "", c3.id), bad, metadata(), {{"messages", 4}}}}),
+                  sg::CheckpointError);
+  CHECK_FALSE(saver->get_tuple(config(tid, "", c3.id)));
+  CHECK(saver->latest_checkpoint_id(tid, "") == c2.id);
+  CHECK(saver->list(in_thread(tid)).size() == 2);
+}
+
+TEST_CASE_TEMPLATE("latest_checkpoint_id follows puts, deletes and copies", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  CHECK_FALSE(saver->latest_checkpoint_id(tid, ""));
+  const auto ids = setup_list(*saver, tid);
+  CHECK(saver->latest_checkpoint_id(tid, "") == ids.back());
+  auto c = checkpoint();
+  saver->put(config(tid, "", ids.back()), c, metadata(), {});
+  CHECK(saver->latest_checkpoint_id(tid, "") == c.id);
+  CHECK_FALSE(saver->latest_checkpoint_id(tid, "inner"));
+
+  const std::string copy = sg::new_uuid4();
+  CHECK_FALSE(saver->latest_checkpoint_id(copy, ""));
+  saver->copy_thread(tid, copy);
+  CHECK(saver->latest_checkpoint_id(copy, "") == c.id);
+  saver->delete_thread(tid);
+  CHECK_FALSE(saver->latest_checkpoint_id(tid, ""));
+  CHECK(saver->latest_checkpoint_id(copy, "") == c.id);
+  // The answer matches get_tuple's.
+  CHECK(saver->get_tuple(config(copy))->config.checkpoint_id == c.id);
+}
+
 TEST_CASE("InMemorySaver writes synchronously by default") {
   CHECK(sg::InMemorySaver().default_durability() == sg::Durability::sync);
 }

@@ -321,6 +321,43 @@ TEST_CASE_TEMPLATE("durability modes give the same state", F, MemoryFactory, Roc
   }
 }
 
+TEST_CASE_TEMPLATE("a run on a thread sees every change made since the last run", F, MemoryFactory,
+                   RocksFactory) {
+  // A compiled graph keeps the final state of the threads it ran (recent_threads) and uses it
+  // only while it is still the thread's latest checkpoint.
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  const auto other = chain(saver);
+  const auto uncached = chain(saver, {.recent_threads = 0});
+  const auto config = thread("t");
+  CHECK(app.invoke(say("1"), config).state.x == 11);
+  CHECK(other.invoke(say("2"), config).state.x == 22);  // another graph on the same thread
+  CHECK(app.invoke(say("3"), config).state.x == 33);
+  (void)app.update_state(config, sg::Update<Chat>{}.set<&Chat::x>(100), std::string(sg::END));
+  const auto after_update = app.invoke(say("4"), config);
+  CHECK(after_update.state.x == 111);
+  CHECK(after_update.state.messages.size() == 4);
+  saver->delete_thread("t");
+  CHECK(app.invoke(say("5"), config).state.x == 11);  // a deleted thread starts again
+  saver->copy_thread("elsewhere", "t");               // replaced by an empty thread
+  CHECK(app.invoke(say("6"), config).state.messages.size() == 1);
+
+  // Replaying an older checkpoint, then continuing: the same as a graph without the cache.
+  for (const auto* g : {&app, &uncached}) {
+    const auto tid = g == &app ? std::string("r1") : std::string("r2");
+    (void)g->invoke(say("a"), thread(tid));
+    (void)g->invoke(say("b"), thread(tid));
+    const auto history = g->get_state_history(thread(tid));
+    sg::RunConfig replay = thread(tid);
+    replay.checkpoint_id = history[4].config.checkpoint_id;  // after the first run
+    CHECK(g->resume(replay).state.x == 11);
+    const auto next = g->invoke(say("c"), thread(tid));
+    CHECK(next.state.x == 22);
+    CHECK(next.state.messages.size() == 2);
+  }
+}
+
 TEST_CASE("Send arguments are checkpointed and restored") {
   auto saver = std::make_shared<sg::InMemorySaver>();
   std::atomic<int> worker_runs{0};
