@@ -1,12 +1,15 @@
 // Checkpointer semantics over an ordered key-value store. Layout (docs/checkpoint-format.md):
 //
-//   checkpoints  T\0NS\0ID                  -> record {checkpoint (no values), metadata, parent}
+//   checkpoints  T\0NS\0ID                  -> record {checkpoint (no values), metadata, parent,
+//                                               values: small channel values [version, kind, v]}
 //   writes       T\0NS\0ID\0TASK\0IDX        -> {channel, value, task_path}
-//   blobs        T\0NS\0CHANNEL\0VERSION     -> a channel value (JSON), a message view (ranges of
-//                                               log sequence numbers), or "empty"
+//   blobs        T\0NS\0CHANNEL\0VERSION     -> a larger channel value (JSON) or message view
 //   messages     T\0NS\0CHANNEL\0SEQ         -> one message of the channel's log
 //
-// Every value is an envelope: "SG", format version, kind, CRC-32 of the payload, CBOR payload.
+// A channel value is a JSON value, a message view (ranges of log sequence numbers) or "empty".
+// Values whose CBOR fits kInlineMaxBytes live in the records, copied from each record to the
+// next while their version stays; larger ones get a blob. Every value is an envelope: "SG",
+// format version, kind, CRC-32 of the payload, CBOR payload.
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 
 #include <fmt/format.h>
@@ -31,6 +34,8 @@ constexpr char kViewBlob = 'v';
 constexpr char kEmptyBlob = 'e';
 constexpr char kLogEntry = 'm';
 constexpr std::string_view kMessagesKey = "$messages";
+/// Channel values up to this CBOR size are kept in checkpoint records instead of blobs.
+constexpr std::size_t kInlineMaxBytes = 256;
 
 [[noreturn]] void invalid(const std::string& message) {
   throw CheckpointError(errc::kCheckpointInvalid, message);
@@ -126,6 +131,8 @@ class CborWriter {
     }
   }
   void value(const json& j) { json::to_cbor(j, out_); }
+  /// An already encoded item.
+  void raw(std::string_view item) { out_.append(item); }
   void versions(const ChannelVersions& versions) {
     map(versions.size());
     for (const auto& [channel, version] : versions) {
@@ -239,18 +246,21 @@ Ranges ranges_from_json(const json& view, const Origin& origin) {
   return out;
 }
 
-/// A view blob: `{"ranges": [[from, to], ...]}`.
-std::string view_envelope(const Ranges& ranges) {
-  return envelope_with(kViewBlob, [&](CborWriter& w) {
-    w.map(1);
-    w.text("ranges");
-    w.array(ranges.size());
-    for (const auto& [a, b] : ranges) {
-      w.array(2);
-      w.integer(static_cast<std::int64_t>(a));
-      w.integer(static_cast<std::int64_t>(b));
-    }
-  });
+/// A message view: `{"ranges": [[from, to], ...]}`.
+void write_view(CborWriter& w, const Ranges& ranges) {
+  w.map(1);
+  w.text("ranges");
+  w.array(ranges.size());
+  for (const auto& [a, b] : ranges) {
+    w.array(2);
+    w.integer(static_cast<std::int64_t>(a));
+    w.integer(static_cast<std::int64_t>(b));
+  }
+}
+
+/// An envelope around an encoded CBOR payload.
+std::string envelope_of_cbor(char kind, std::string_view body) {
+  return envelope_with(kind, [&](CborWriter& w) { w.raw(body); });
 }
 
 /// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.
@@ -299,6 +309,7 @@ struct KvCheckpointer::Record {
   Checkpoint checkpoint;
   json metadata;
   std::string parent;
+  json values = json::object();  // channel -> [version, kind, value] (small values)
 };
 
 KvCheckpointer::KvCheckpointer(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
@@ -327,6 +338,7 @@ void KvCheckpointer::forget_thread(const std::string& thread_key) {
   forget(next_seq_);
   forget(views_);
   forget(latest_);
+  forget(inline_);
 }
 
 /// A batch being built: its operations and what they change in the caches.
@@ -335,25 +347,85 @@ struct KvCheckpointer::Staged {
   std::map<std::string, std::uint64_t> seqs;                     // log -> next sequence number
   std::map<std::string, std::pair<std::int64_t, Ranges>> views;  // log -> newest staged view
   std::map<std::string, std::string> latest;                     // prefix -> newest staged id
+  std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest record
 };
 
-KvCheckpointer::LogRanges KvCheckpointer::base_view(const Staged& staged, const std::string& prefix,
-                                                    const std::string& channel,
-                                                    std::int64_t version,
-                                                    const CheckpointConfig& config,
-                                                    const Checkpoint& checkpoint) {
+KvCheckpointer::InlineValues KvCheckpointer::parent_inline(const Staged& staged,
+                                                           const std::string& thread,
+                                                           const std::string& ns,
+                                                           const std::string& parent_id) {
+  if (parent_id.empty()) return {};
+  const std::string prefix = prefix_of(thread, ns);
+  using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
+  for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
+    auto it = inlines->find(prefix);
+    if (it != inlines->end() && it->second.first == parent_id) return it->second.second;
+  }
+  auto stored = kv_->get(Column::checkpoints, prefix + parent_id);
+  if (!stored) return {};  // an unknown parent: nothing to carry over
+  auto record = read_record(thread, ns, prefix + parent_id, *stored);
+  InlineValues out;
+  for (const auto& [channel, item] : record->values.items()) {
+    out[channel] = InlineValue{item.at(0).get<std::int64_t>(), std::string()};
+    const auto cbor = json::to_cbor(item);
+    out[channel].item.assign(cbor.begin(), cbor.end());
+  }
+  return out;
+}
+
+KvCheckpointer::LogRanges KvCheckpointer::base_view(
+    const Staged& staged, const InlineValues& parent, const std::string& prefix,
+    const std::string& channel, std::int64_t version, const CheckpointConfig& config,
+    const Checkpoint& checkpoint) {
   const std::string log = log_prefix(prefix, channel);
   using Views = std::map<std::string, std::pair<std::int64_t, Ranges>>;
   for (const Views* views : {&staged.views, static_cast<const Views*>(&views_)}) {
     auto it = views->find(log);
     if (it != views->end() && it->second.first == version) return it->second.second;
   }
+  const Origin origin{config.thread_id, checkpoint.id, "message view"};
+  if (auto it = parent.find(channel);
+      it != parent.end() && it->second.version == version && !it->second.item.empty()) {
+    try {
+      const json item = json::from_cbor(it->second.item);
+      if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
+    } catch (const json::exception& e) {
+      corrupt(origin, e.what());
+    }
+  }
   auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
   if (!stored) {
     invalid(fmt::format("$messages: channel '{}' has no version {} to build on", channel, version));
   }
-  const Origin origin{config.thread_id, checkpoint.id, "message view"};
   return ranges_from_json(open_envelope(*stored, kViewBlob, origin), origin);
+}
+
+std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Staged& staged,
+                                                                       const std::string& thread,
+                                                                       const std::string& ns,
+                                                                       const std::string& channel,
+                                                                       std::int64_t version) {
+  const std::string prefix = prefix_of(thread, ns);
+  using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
+  for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
+    auto it = inlines->find(prefix);
+    if (it == inlines->end()) continue;
+    auto v = it->second.second.find(channel);
+    if (v != it->second.second.end() && v->second.version == version) return v->second;
+  }
+  if (kv_->get(Column::blobs, blob_key(prefix, channel, version))) return InlineValue{version, {}};
+  std::optional<InlineValue> found;
+  kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
+            [&](std::string_view key, std::string_view data) {
+              const auto record = read_record(thread, ns, key, data);
+              auto item = record->values.find(channel);
+              if (item == record->values.end() || (*item)[0].get<std::int64_t>() != version)
+                return true;
+              const auto cbor = json::to_cbor(*item);
+              found = InlineValue{version, std::string(cbor.begin(), cbor.end())};
+              return false;
+            });
+  return found;
 }
 
 void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
@@ -364,20 +436,53 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   check_name("thread_id", config.thread_id);
   check_name("checkpoint_ns", config.checkpoint_ns);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
-  const Origin origin{config.thread_id, checkpoint.id, "checkpoint"};
   auto& batch = staged.batch;
+  const InlineValues parent =
+      parent_inline(staged, config.thread_id, config.checkpoint_ns, config.checkpoint_id);
+
+  // Small values of unchanged channels come along from the parent's record (or, for a put not
+  // chained to the checkpoint that wrote them, from wherever they are).
+  InlineValues values;
+  for (const auto& [channel, version] : checkpoint.channel_versions) {
+    if (new_versions.count(channel)) continue;
+    auto it = parent.find(channel);
+    if (it != parent.end() && it->second.version == version) {
+      values.insert(*it);
+    } else if (auto found =
+                   find_inline(staged, config.thread_id, config.checkpoint_ns, channel, version)) {
+      values[channel] = std::move(*found);
+    }
+  }
+  // A new value: in the record if small, else in a blob.
+  auto store = [&](const std::string& channel, std::int64_t version, char kind,
+                   auto&& write_value) {
+    std::string body;
+    CborWriter body_writer(body);
+    write_value(body_writer);
+    if (body.size() <= kInlineMaxBytes && !body.empty()) {
+      std::string item;
+      CborWriter w(item);
+      w.array(3);
+      w.integer(version);
+      w.text(std::string_view(&kind, 1));
+      w.raw(body);
+      values[channel] = InlineValue{version, std::move(item)};
+    } else {
+      batch.push_back({KvOp::Kind::put, Column::blobs, blob_key(prefix, channel, version),
+                       envelope_of_cbor(kind, body)});
+      values[channel] = InlineValue{version, {}};  // "in a blob", for the caches only
+    }
+  };
+
   for (const auto& [channel, version] : new_versions) {
     check_name("channel", channel);
-    std::string key = blob_key(prefix, channel, version);
     auto value = checkpoint.channel_values.find(channel);
     if (value == checkpoint.channel_values.end()) {
-      batch.push_back(
-          {KvOp::Kind::put, Column::blobs, std::move(key), envelope(kEmptyBlob, json())});
+      store(channel, version, kEmptyBlob, [](CborWriter& w) { w.value(json()); });
       continue;
     }
     if (!value->is_object() || !value->contains(kMessagesKey)) {
-      batch.push_back(
-          {KvOp::Kind::put, Column::blobs, std::move(key), envelope(kJsonBlob, *value)});
+      store(channel, version, kJsonBlob, [&](CborWriter& w) { w.value(*value); });
       continue;
     }
     // An incremental message list: base positions and new messages -> log ranges.
@@ -385,7 +490,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
     Ranges base;
     if (auto b = spec.find("base"); b != spec.end() && !b->is_null()) {
       if (!b->is_number_integer()) invalid("$messages: base must be an integer version");
-      base = base_view(staged, prefix, channel, b->get<std::int64_t>(), config, checkpoint);
+      base = base_view(staged, parent, prefix, channel, b->get<std::int64_t>(), config, checkpoint);
     }
     const std::string log = log_prefix(prefix, channel);
     auto seq_it = staged.seqs.find(log);
@@ -412,42 +517,54 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
       }
     }
     staged.seqs[log] = seq;
-    batch.push_back({KvOp::Kind::put, Column::blobs, std::move(key), view_envelope(ranges)});
+    store(channel, version, kViewBlob, [&](CborWriter& w) { write_view(w, ranges); });
     staged.views[log] = {version, std::move(ranges)};
   }
+
   const json& meta = metadata.is_null() ? json::object() : metadata;
-  batch.push_back({KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
-                   envelope_with(kRecord, [&](CborWriter& w) {
-                     w.map(3);
-                     w.text("checkpoint");
-                     w.map(5);
-                     w.text("v");
-                     w.integer(checkpoint.v);
-                     w.text("id");
-                     w.text(checkpoint.id);
-                     w.text("ts");
-                     w.text(checkpoint.ts);
-                     w.text("channel_versions");
-                     w.versions(checkpoint.channel_versions);
-                     w.text("versions_seen");
-                     w.map(checkpoint.versions_seen.size());
-                     for (const auto& [node, seen] : checkpoint.versions_seen) {
-                       w.text(node);
-                       w.versions(seen);
-                     }
-                     w.text("metadata");
-                     w.value(meta);
-                     w.text("parent");
-                     w.text(config.checkpoint_id);
-                   })});
+  batch.push_back(
+      {KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
+       envelope_with(kRecord, [&](CborWriter& w) {
+         w.map(4);
+         w.text("checkpoint");
+         w.map(5);
+         w.text("v");
+         w.integer(checkpoint.v);
+         w.text("id");
+         w.text(checkpoint.id);
+         w.text("ts");
+         w.text(checkpoint.ts);
+         w.text("channel_versions");
+         w.versions(checkpoint.channel_versions);
+         w.text("versions_seen");
+         w.map(checkpoint.versions_seen.size());
+         for (const auto& [node, seen] : checkpoint.versions_seen) {
+           w.text(node);
+           w.versions(seen);
+         }
+         w.text("metadata");
+         w.value(meta);
+         w.text("parent");
+         w.text(config.checkpoint_id);
+         w.text("values");
+         w.map(static_cast<std::size_t>(std::count_if(
+             values.begin(), values.end(), [](const auto& v) { return !v.second.item.empty(); })));
+         for (const auto& [channel, v] : values) {
+           if (v.item.empty()) continue;
+           w.text(channel);
+           w.raw(v.item);
+         }
+       })});
   auto& newest = staged.latest[prefix];
   if (newest < checkpoint.id) newest = checkpoint.id;
+  staged.inlines[prefix] = {checkpoint.id, std::move(values)};
 }
 
 void KvCheckpointer::commit(Staged& staged) {
   kv_->write(staged.batch);
   for (auto& [log, seq] : staged.seqs) next_seq_[log] = seq;
   for (auto& [log, view] : staged.views) views_[log] = std::move(view);
+  for (auto& [prefix, values] : staged.inlines) inline_[prefix] = std::move(values);
   for (auto& [prefix, id] : staged.latest) {
     // Only a known newest id can be advanced: without one, older storage is unknown.
     auto it = latest_.find(prefix);
@@ -535,6 +652,16 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
         c.at("versions_seen").get<std::map<std::string, ChannelVersions>>();
     r.metadata = data.at("metadata");
     r.parent = data.at("parent").get<std::string>();
+    if (auto values = data.find("values"); values != data.end()) {
+      for (const auto& [channel, item] : values->items()) {
+        if (!item.is_array() || item.size() != 3 || !item[0].is_number_integer() ||
+            !item[1].is_string() || item[1].get_ref<const std::string&>().size() != 1) {
+          corrupt({thread, id, "checkpoint"},
+                  fmt::format("malformed value of channel '{}'", channel));
+        }
+      }
+      r.values = *values;
+    }
   } catch (const json::exception& e) {
     corrupt({thread, id, "checkpoint"}, e.what());
   }
@@ -551,12 +678,19 @@ json KvCheckpointer::read_channel(const std::string& thread, const std::string& 
   const Origin origin{thread, checkpoint_id, "value of channel '" + channel + "'"};
   char kind = 0;
   json value = open_envelope(*stored, 0, origin, &kind);
+  return resolve_value(thread, ns, checkpoint_id, channel, kind, std::move(value), present);
+}
+
+json KvCheckpointer::resolve_value(const std::string& thread, const std::string& ns,
+                                   const std::string& checkpoint_id, const std::string& channel,
+                                   char kind, json value, bool& present) {
+  const Origin origin{thread, checkpoint_id, "value of channel '" + channel + "'"};
+  present = kind != kEmptyBlob;
   if (kind == kEmptyBlob) return json();
-  present = true;
   if (kind == kJsonBlob) return value;
   if (kind != kViewBlob) corrupt(origin, fmt::format("record kind '{}'", kind));
   const Ranges ranges = ranges_from_json(value, origin);
-  const std::string log = log_prefix(prefix, channel);
+  const std::string log = log_prefix(prefix_of(thread, ns), channel);
   json messages = json::array();
   for (const auto& [a, b] : ranges) {
     std::string lo = log;
@@ -587,7 +721,15 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
   if (values) {
     for (const auto& [channel, version] : t.checkpoint.channel_versions) {
       bool present = false;
-      json value = read_channel(thread, ns, record.id, channel, version, present);
+      json value;
+      auto item = record.values.find(channel);
+      if (item != record.values.end() && (*item)[0].get<std::int64_t>() == version) {
+        value = resolve_value(thread, ns, record.id, channel,
+                              (*item)[1].get_ref<const std::string&>()[0], std::move((*item)[2]),
+                              present);
+      } else {
+        value = read_channel(thread, ns, record.id, channel, version, present);
+      }
       if (present) t.checkpoint.channel_values[channel] = std::move(value);
     }
   }
@@ -752,6 +894,17 @@ void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStra
       batch.push_back({KvOp::Kind::erase_range, Column::writes, prefix, prefix + keep_id});
       // Values the kept checkpoint does not use; log messages its views do not reference.
       std::map<std::string, std::set<std::uint64_t>> keep_seqs;
+      auto keep_view = [&](const std::string& channel, const json& view) {
+        for (const auto& [a, b] : ranges_from_json(view, {thread, keep_id, "message view"})) {
+          for (std::uint64_t s = a; s < b; ++s) keep_seqs[channel].insert(s);
+        }
+      };
+      if (auto stored = kv_->get(Column::checkpoints, prefix + keep_id)) {
+        const auto record = read_record(thread, ns, prefix + keep_id, *stored);
+        for (const auto& [channel, item] : record->values.items()) {
+          if (item[1] == std::string(1, kViewBlob)) keep_view(channel, item[2]);
+        }
+      }
       kv_->scan(
           Column::blobs, prefix, prefix_end(prefix), false,
           [&](std::string_view key, std::string_view data) {
@@ -767,12 +920,7 @@ void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStra
             char kind = 0;
             const json value = open_envelope(
                 data, 0, {thread, keep_id, "value of channel '" + channel + "'"}, &kind);
-            if (kind == kViewBlob) {
-              for (const auto& [a, b] :
-                   ranges_from_json(value, {thread, keep_id, "message view"})) {
-                for (std::uint64_t s = a; s < b; ++s) keep_seqs[channel].insert(s);
-              }
-            }
+            if (kind == kViewBlob) keep_view(channel, value);
             return true;
           });
       kv_->scan(Column::messages, prefix, prefix_end(prefix), false,

@@ -487,6 +487,41 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
 }
 
+TEST_CASE_TEMPLATE("unchanged values are found whether or not puts are chained", F, MemoryFactory,
+                   RocksFactory) {
+  // Small values are kept in checkpoint records and large ones in blobs; a checkpoint that does
+  // not rewrite a channel reads it at its version, whoever stored it.
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  const json big(std::string(2000, 'b'));
+  auto c1 = checkpoint({{"x", 1}, {"big", big}}, {{"x", 1}, {"big", 1}});
+  saver->put(config(tid), c1, metadata(), {{"x", 1}, {"big", 1}});
+  const sg::ChannelVersions all{{"x", 1}, {"big", 1}, {"y", 2}};
+  auto c2 = checkpoint({{"y", "two"}}, all);
+  saver->put(config(tid, "", c1.id), c2, metadata(), {{"y", 2}});
+  const json expected{{"x", 1}, {"big", big}, {"y", "two"}};
+  CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values == expected);
+
+  // Not chained to its parent.
+  auto c3 = checkpoint({}, all);
+  saver->put(config(tid), c3, metadata(), {});
+  CHECK(saver->get_tuple(config(tid, "", c3.id))->checkpoint.channel_values == expected);
+
+  // On a copied thread (nothing cached about it yet), chained to a copied checkpoint.
+  const std::string copy = sg::new_uuid4();
+  saver->copy_thread(tid, copy);
+  auto c4 = checkpoint({{"z", true}}, {{"x", 1}, {"big", 1}, {"y", 2}, {"z", 3}});
+  saver->put(config(copy, "", c3.id), c4, metadata(), {{"z", 3}});
+  json with_z = expected;
+  with_z["z"] = true;
+  CHECK(saver->get_tuple(config(copy))->checkpoint.channel_values == with_z);
+  // A channel at a version nobody stored is absent.
+  auto c5 = checkpoint({}, {{"x", 7}});
+  saver->put(config(copy, "", c4.id), c5, metadata(), {});
+  CHECK(saver->get_tuple(config(copy))->checkpoint.channel_values == json::object());
+}
+
 TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, MemoryFactory,
                    RocksFactory) {
   F factory;

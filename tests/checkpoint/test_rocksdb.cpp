@@ -95,24 +95,29 @@ TEST_CASE("a corrupt record is a CheckpointError naming the thread and checkpoin
   std::string id;
   {
     auto saver = sg::RocksDbSaver::open(path);
-    auto c = checkpoint({{"summary", "hello"}}, {{"summary", 1}});
+    // A small value lives in the checkpoint record, a large one in a blob.
+    auto c = checkpoint({{"summary", "hello"}, {"notes", std::string(1000, 'n')}},
+                        {{"summary", 1}, {"notes", 1}});
     id = c.id;
-    saver->put({"thread-7", "", ""}, c, {{"source", "loop"}, {"step", 0}}, {{"summary", 1}});
+    saver->put({"thread-7", "", ""}, c, {{"source", "loop"}, {"step", 0}},
+               {{"summary", 1}, {"notes", 1}});
   }
-  SUBCASE("a flipped byte (checksum)") {
-    edit_values(path, "blobs",
-                [](std::string& v) { v.back() = static_cast<char>(v.back() ^ 0x5A); });
-    auto saver = sg::RocksDbSaver::open(path);
-    try {
-      (void)saver->get_tuple({"thread-7", "", ""});
-      FAIL("expected a corruption error");
-    } catch (const sg::CheckpointError& e) {
-      CHECK(e.code() == "checkpoint.corrupt");
-      const std::string what = e.what();
-      CAPTURE(what);
-      CHECK(what.find("thread 'thread-7'") != std::string::npos);
-      CHECK(what.find("checkpoint '" + id + "'") != std::string::npos);
-      CHECK(what.find("checksum mismatch") != std::string::npos);
+  for (const char* column : {"blobs", "checkpoints"}) {
+    SUBCASE((std::string("a flipped byte (checksum) in ") + column).c_str()) {
+      edit_values(path, column,
+                  [](std::string& v) { v.back() = static_cast<char>(v.back() ^ 0x5A); });
+      auto saver = sg::RocksDbSaver::open(path);
+      try {
+        (void)saver->get_tuple({"thread-7", "", ""});
+        FAIL("expected a corruption error");
+      } catch (const sg::CheckpointError& e) {
+        CHECK(e.code() == "checkpoint.corrupt");
+        const std::string what = e.what();
+        CAPTURE(what);
+        CHECK(what.find("thread 'thread-7'") != std::string::npos);
+        CHECK(what.find("checkpoint '" + id + "'") != std::string::npos);
+        CHECK(what.find("checksum mismatch") != std::string::npos);
+      }
     }
   }
   SUBCASE("an unknown format version") {

@@ -89,13 +89,29 @@ class KvCheckpointer : public Checkpointer {
                               const std::string& checkpoint_id, const std::string& channel,
                               std::int64_t version, bool& present);
   using LogRanges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+  /// A small channel value kept in checkpoint records (carried from record to record while its
+  /// version stays): the version and the CBOR item `[version, kind, value]`; no item for a value
+  /// stored as a blob (known to the caches, not written).
+  struct InlineValue {
+    std::int64_t version = 0;
+    std::string item;
+  };
+  using InlineValues = std::map<std::string, InlineValue>;
   struct Staged;
+  std::optional<InlineValue> find_inline(const Staged& staged, const std::string& thread,
+                                         const std::string& ns, const std::string& channel,
+                                         std::int64_t version);
+  InlineValues parent_inline(const Staged& staged, const std::string& thread, const std::string& ns,
+                             const std::string& parent_id);
+  nlohmann::json resolve_value(const std::string& thread, const std::string& ns,
+                               const std::string& checkpoint_id, const std::string& channel,
+                               char kind, nlohmann::json value, bool& present);
   void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
                  const nlohmann::json& metadata, const ChannelVersions& new_versions);
   void commit(Staged& staged);
-  LogRanges base_view(const Staged& staged, const std::string& prefix, const std::string& channel,
-                      std::int64_t version, const CheckpointConfig& config,
-                      const Checkpoint& checkpoint);
+  LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
+                      const std::string& channel, std::int64_t version,
+                      const CheckpointConfig& config, const Checkpoint& checkpoint);
   std::uint64_t next_seq(const std::string& log_prefix);
   void forget_thread(const std::string& thread_prefix);
 
@@ -106,6 +122,7 @@ class KvCheckpointer : public Checkpointer {
   std::map<std::string, std::uint64_t> next_seq_;  // message log -> next sequence number
   std::map<std::string, std::pair<std::int64_t, LogRanges>> views_;  // log -> newest view
   std::map<std::string, std::string> latest_;  // thread+namespace prefix -> newest checkpoint
+  std::map<std::string, std::pair<std::string, InlineValues>> inline_;  // prefix -> newest record
 };
 
 }  // namespace sg
