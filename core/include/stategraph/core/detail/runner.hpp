@@ -1438,10 +1438,11 @@ class Runner {
       cp.versions_seen = versions_seen_;
       current_id_ = cp.id;
       saved_step_ = step_;
-      nlohmann::json metadata{{"source", source},
-                              {"step", step_},
-                              {"parents", nlohmann::json::object()},
-                              {"run_id", run_id_}};
+      nlohmann::json metadata(nlohmann::json::value_t::object);
+      metadata["source"] = source;
+      metadata["step"] = step_;
+      metadata["parents"] = nlohmann::json::object();
+      metadata["run_id"] = run_id_;
       if (shared_->cfg.metadata.is_object()) {
         for (const auto& [key, value] : shared_->cfg.metadata.items()) {
           if (value.is_primitive() && !value.is_null() && !metadata.contains(key))
