@@ -149,8 +149,26 @@ Json rate(double ops, double wall_s) {
   return out;
 }
 
-std::map<std::string, Scenario>& scenarios() {
-  static std::map<std::string, Scenario> all;
+std::string messages_digest(const std::vector<sg::Message>& messages) {
+  std::string joined;
+  for (std::size_t i = 0; i < messages.size(); ++i) {
+    if (i) joined += '\n';
+    joined += messages[i].id;
+    joined += '\t';
+    joined += sg::to_string(messages[i].type);
+    joined += '\t';
+    joined += messages[i].text();
+  }
+  return sha256_hex(joined);
+}
+
+std::map<std::string, Unit>& units() {
+  static std::map<std::string, Unit> all;
+  return all;
+}
+
+std::map<std::string, std::vector<std::string>>& scenarios() {
+  static std::map<std::string, std::vector<std::string>> all;
   return all;
 }
 

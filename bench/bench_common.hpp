@@ -4,6 +4,8 @@
 // workloads (shared/anchors/langgraphjs/WORKLOADS.md), timing, and the JSON fields bench.mjs
 // reports.
 
+#include <stategraph/core/message.hpp>
+
 #include <nlohmann/json.hpp>
 #include <sys/resource.h>
 
@@ -59,14 +61,24 @@ inline double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-/// A scenario: runs its units, returns the JSON object (one line) bench.mjs would print.
-using Scenario = std::function<Json()>;
-std::map<std::string, Scenario>& scenarios();
+/// A unit of work (a scenario, or one variant of it such as "loop:rocksdb"): runs it in this
+/// process and returns its JSON fields (those of bench.mjs).
+using Unit = std::function<Json()>;
+std::map<std::string, Unit>& units();
+/// Scenario -> its units; a scenario of several units reports them under "variants".
+std::map<std::string, std::vector<std::string>>& scenarios();
 
-/// Registers a scenario at static-initialization time.
+/// Registers a unit (and the scenario it belongs to) at static-initialization time.
 struct Register {
-  Register(const std::string& name, Scenario scenario) { scenarios()[name] = std::move(scenario); }
+  Register(const std::string& unit, Unit run) {
+    units()[unit] = std::move(run);
+    const auto colon = unit.find(':');
+    scenarios()[unit.substr(0, colon)].push_back(unit);
+  }
 };
+
+/// sha256 over lines "id\ttype\tcontent" joined by "\n" (WORKLOADS.md's message digest).
+std::string messages_digest(const std::vector<sg::Message>& messages);
 
 /// A directory for storage under the system temp dir, removed first.
 std::string fresh_dir(const std::string& name);

@@ -54,16 +54,16 @@ std::string self_path() {
   return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string("stategraph-bench");
 }
 
-Json run_in_child(const std::string& scenario) {
+Json run_in_child(const std::string& unit) {
   std::string command = self_path();  // built step by step: g++ 12 -O3 warns on "'" + string
   command.insert(0, 1, '\'');
-  command.append("' ").append(scenario).append(" --unit");
+  command.append("' ").append(unit).append(" --unit");
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) throw std::runtime_error("cannot run " + command);
   std::string out;
   char buf[4096];
   while (std::size_t n = fread(buf, 1, sizeof buf, pipe)) out.append(buf, n);
-  if (pclose(pipe) != 0) throw std::runtime_error("unit " + scenario + " failed");
+  if (pclose(pipe) != 0) throw std::runtime_error("unit " + unit + " failed");
   return Json::parse(out);
 }
 
@@ -80,8 +80,13 @@ Json versions() {
 }
 
 void usage() {
-  std::cerr << "usage: stategraph-bench <scenario> [--json] [--repeat N]\nscenarios:";
-  for (const auto& [name, fn] : bench::scenarios()) std::cerr << ' ' << name;
+  std::cerr << "usage: stategraph-bench <scenario|unit> [--json] [--repeat N]\nscenarios:";
+  for (const auto& [name, units] : bench::scenarios()) {
+    std::cerr << ' ' << name;
+    if (units.size() > 1) {
+      for (const auto& u : units) std::cerr << ' ' << u;
+    }
+  }
   std::cerr << '\n';
 }
 
@@ -95,13 +100,17 @@ int main(int argc, char** argv) {
   }
   if (args[0] == "--list") {
     Json names = Json::array();
-    for (const auto& [name, fn] : bench::scenarios()) names.push_back(name);
+    for (const auto& [name, units] : bench::scenarios()) names.push_back(name);
     std::cout << names.dump() << '\n';
     return 0;
   }
   const std::string scenario = args[0];
-  auto it = bench::scenarios().find(scenario);
-  if (it == bench::scenarios().end()) {
+  std::vector<std::string> units;
+  if (auto s = bench::scenarios().find(scenario); s != bench::scenarios().end()) {
+    units = s->second;
+  } else if (bench::units().count(scenario)) {
+    units = {scenario};
+  } else {
     std::cerr << "stategraph-bench: unknown scenario '" << scenario << "'\n";
     usage();
     return 2;
@@ -123,17 +132,28 @@ int main(int argc, char** argv) {
   }
   try {
     if (unit) {
-      std::cout << it->second().dump() << '\n';
+      std::cout << bench::units().at(scenario)().dump() << '\n';
       return 0;
     }
-    std::vector<Json> runs;
-    for (int r = 0; r < repeat; ++r) runs.push_back(run_in_child(scenario));
     Json line;
     line["scenario"] = scenario;
     line["versions"] = versions();
-    const Json medians = median_of(runs);
-    for (const auto& [key, value] : medians.items()) line[key] = value;
-    line["runs"] = repeat;
+    auto measure = [&](const std::string& name) {
+      std::vector<Json> runs;
+      for (int r = 0; r < repeat; ++r) runs.push_back(run_in_child(name));
+      Json medians = median_of(runs);
+      medians["runs"] = repeat;
+      return medians;
+    };
+    if (units.size() == 1) {
+      const Json medians = measure(units[0]);
+      for (const auto& [key, value] : medians.items()) line[key] = value;
+    } else {
+      line["runs"] = repeat;
+      Json variants = Json::object();
+      for (const auto& u : units) variants[u.substr(u.find(':') + 1)] = measure(u);
+      line["variants"] = variants;
+    }
     if (!json_only) {
       std::cerr << scenario << ": " << line.dump(2) << '\n';
     }
