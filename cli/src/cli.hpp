@@ -16,6 +16,10 @@ using Action = std::function<void()>;
 /// Registers `stategraph messages <op>`; the chosen operation is stored in `action`.
 void add_messages_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph threads <op>` (list, show, history, delete, fork over a RocksDbSaver
+/// database); the chosen operation is stored in `action`.
+void add_threads_command(CLI::App& app, Action& action);
+
 /// Reads all of stdin as JSON. Throws sg::Error (code "argument.invalid") when it is empty or
 /// not JSON.
 [[nodiscard]] nlohmann::json read_stdin_json();
