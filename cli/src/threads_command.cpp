@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <optional>
@@ -251,15 +252,36 @@ void fork_thread(const ThreadSettings& s) {
     }
     db->copy_thread(s.thread, target);
   }
+  // Every channel gets a version above all the thread has used: the next run on this branch then
+  // never reuses a (channel, version) another branch stored. Message lists are written as views
+  // of the log, so their messages are not copied.
+  std::int64_t version = 0;
+  ListOptions all;
+  all.thread_id = target;
+  all.checkpoint_ns = s.ns;
+  all.include_values = false;
+  for (const auto& t : db->list(all)) {
+    for (const auto& [channel, v] : t.checkpoint.channel_versions) version = std::max(version, v);
+  }
+  ++version;
   Checkpoint cp;
   const int step = source.metadata.value("step", 0);
   cp.id = new_checkpoint_id(step + 1);
   cp.ts = iso_timestamp_now();
-  cp.channel_versions = source.checkpoint.channel_versions;
   cp.versions_seen = source.checkpoint.versions_seen;
+  ChannelVersions new_versions;
+  for (const auto& [channel, old_version] : source.checkpoint.channel_versions) {
+    cp.channel_versions[channel] = version;
+    new_versions[channel] = version;
+    auto value = source.checkpoint.channel_values.find(channel);
+    if (value == source.checkpoint.channel_values.end()) continue;
+    cp.channel_values[channel] = looks_like_messages(*value)
+                                     ? json{{"$messages", {{"base", nullptr}, {"items", *value}}}}
+                                     : *value;
+  }
   json metadata = {{"source", "fork"}, {"step", step + 1}, {"parents", json::object()}};
-  const CheckpointConfig stored =
-      db->put(CheckpointConfig{target, s.ns, source.config.checkpoint_id}, cp, metadata, {});
+  const CheckpointConfig stored = db->put(
+      CheckpointConfig{target, s.ns, source.config.checkpoint_id}, cp, metadata, new_versions);
   if (s.json) {
     return write_json(
         {{"config", config_json(stored)}, {"parent_config", config_json(source.config)}}, -1);

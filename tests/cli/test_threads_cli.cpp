@@ -14,13 +14,16 @@ namespace {
 
 struct Chat : sg::MessagesState {
   int turns = 0;
+  std::string notes{};  // long: stored outside the checkpoint record
   static constexpr auto schema() {
-    return std::tuple_cat(sg::MessagesState::schema(),
-                          std::tuple{sg::field<"turns">(&Chat::turns)});
+    return std::tuple_cat(
+        sg::MessagesState::schema(),
+        std::tuple{sg::field<"turns">(&Chat::turns), sg::field<"notes">(&Chat::notes)});
   }
 };
 
-/// START -> reply -> count -> END: reply echoes the last message, count counts turns.
+/// START -> reply -> count -> END: reply echoes the last message, count counts turns and notes
+/// the last message after 300 dots.
 sg::CompiledGraph<Chat> echo_graph(std::shared_ptr<sg::Checkpointer> saver) {
   sg::StateGraph<Chat> g;
   g.add_node("reply", [](const Chat& s) {
@@ -31,6 +34,7 @@ sg::CompiledGraph<Chat> echo_graph(std::shared_ptr<sg::Checkpointer> saver) {
   g.add_node("count", [](const Chat& s) {
     sg::Update<Chat> u;
     u.set<&Chat::turns>(s.turns + 1);
+    u.set<&Chat::notes>(std::string(300, '.') + s.messages[s.messages.size() - 2].text());
     return u;
   });
   g.add_edge(sg::START, "reply").add_edge("reply", "count");
@@ -158,6 +162,9 @@ TEST_CASE("threads fork: the next run continues from the forked checkpoint") {
   const auto original = saver->get_tuple({"t1", "", history[0]["config"]["checkpoint_id"]});
   REQUIRE(original);
   CHECK(original->checkpoint.channel_values["messages"][3]["content"] == "echo: again");
+  CHECK(original->checkpoint.channel_values["notes"] == std::string(300, '.') + "again");
+  CHECK(saver->get_tuple({"t1", "", ""})->checkpoint.channel_values["notes"] ==
+        std::string(300, '.') + "branch");
 }
 
 TEST_CASE("threads delete removes one thread") {
