@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <map>
+#include <thread>
 
 #include "support/temp_dir.hpp"
 
@@ -450,4 +451,59 @@ TEST_CASE("errors: no thread id, nothing to resume, unknown checkpoint, corrupt 
   bad.channel_versions["x"] = 999;
   saver->put(latest->config, bad, {{"source", "loop"}, {"step", 9}}, {{"x", 999}});
   CHECK_THROWS_AS((void)app.get_state(thread("t")), sg::CheckpointError);
+}
+
+TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, MemoryFactory,
+                   RocksFactory) {
+  // One saver, one compiled graph, four writer threads (each its own conversation thread, with
+  // sync and async durability) and a reader listing and loading everyone's checkpoints.
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  constexpr int kWriters = 4;
+  constexpr int kTurns = 15;
+  std::atomic<int> running{kWriters};
+  std::atomic<int> reads{0};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      sg::RunConfig config = thread("w" + std::to_string(w));
+      for (int turn = 0; turn < kTurns; ++turn) {
+        config.durability = turn % 2 ? sg::Durability::async : sg::Durability::sync;
+        app.invoke(say("turn " + std::to_string(turn)), config);
+      }
+      --running;
+    });
+  }
+  // A consistent snapshot: x counts the log's entries (a adds 1, b adds 10).
+  auto consistent = [](const json& values) {
+    int expected = 0;
+    for (const auto& entry : values.value("log", json::array())) expected += entry == "a" ? 1 : 10;
+    return values.value("x", 0) == expected;
+  };
+  threads.emplace_back([&] {
+    while (running.load() > 0) {
+      for (const auto& id : saver->threads()) {
+        for (const auto& t : saver->list({.thread_id = id, .checkpoint_ns = "", .limit = 3})) {
+          CHECK(consistent(t.checkpoint.channel_values));
+          ++reads;
+        }
+        if (auto latest = saver->get_tuple({id, "", ""})) {
+          CHECK(consistent(latest->checkpoint.channel_values));
+          ++reads;
+        }
+      }
+    }
+  });
+  for (auto& t : threads) t.join();
+  MESSAGE("concurrent reads: " << reads.load());
+  for (int w = 0; w < kWriters; ++w) {
+    const std::string id = "w" + std::to_string(w);
+    const auto latest = saver->get_tuple({id, "", ""});
+    REQUIRE(latest);
+    CHECK(latest->checkpoint.channel_values["x"] == 11 * kTurns);
+    CHECK(latest->checkpoint.channel_values["messages"].size() == kTurns);
+    CHECK(latest->checkpoint.channel_values["log"].size() == 2 * kTurns);
+    CHECK(saver->list({.thread_id = id, .checkpoint_ns = ""}).size() == 4 * kTurns);
+  }
 }
