@@ -1,7 +1,7 @@
 // Checkpointer semantics over an ordered key-value store. Layout (docs/checkpoint-format.md):
 //
-//   checkpoints  T\0NS\0ID                  -> record {checkpoint (no values), metadata, parent,
-//                                               values: small channel values [version, kind, v]}
+//   checkpoints  T\0NS\0ID                  -> record {v, t(s), cv, vs, m(etadata), p(arent),
+//                                               x: small channel values [version, kind, v]}
 //   writes       T\0NS\0ID\0TASK\0IDX        -> {channel, value, task_path}
 //   blobs        T\0NS\0CHANNEL\0VERSION     -> a larger channel value (JSON) or message view
 //   messages     T\0NS\0CHANNEL\0SEQ         -> one message of the channel's log
@@ -112,6 +112,102 @@ std::uint32_t crc32(std::string_view payload) {
                                             static_cast<uInt>(payload.size())));
 }
 
+// Compact forms of the two long strings of every record, used only when they round-trip
+// exactly: a canonical UUID text as its 16 bytes, a timestamp of iso_timestamp_now()'s form as
+// microseconds since the epoch.
+std::optional<std::string> uuid_bytes(std::string_view text) {
+  if (text.size() != 36) return std::nullopt;
+  std::string out;
+  out.reserve(16);
+  int high = -1;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return std::nullopt;
+      continue;
+    }
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return std::nullopt;  // upper case or not hex: keep the text
+    }
+    if (high < 0) {
+      high = digit;
+    } else {
+      out.push_back(static_cast<char>((high << 4) | digit));
+      high = -1;
+    }
+  }
+  return out;
+}
+
+std::string uuid_text(const std::vector<std::uint8_t>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xF]);
+  }
+  return out;
+}
+
+// Days since 1970-01-01 of a civil date, and back (H. Hinnant's algorithms).
+std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+std::string format_micros(std::int64_t micros) {
+  const std::int64_t seconds = micros >= 0 ? micros / 1000000 : (micros - 999999) / 1000000;
+  const std::int64_t frac = micros - seconds * 1000000;
+  std::int64_t z = (seconds >= 0 ? seconds : seconds - 86399) / 86400;
+  const std::int64_t secs_of_day = seconds - z * 86400;
+  z += 719468;
+  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+  const auto doe = static_cast<unsigned>(z - era * 146097);
+  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+  const unsigned mp = (5 * doy + 2) / 153;
+  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
+  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
+  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", y, m, d, secs_of_day / 3600,
+                     secs_of_day / 60 % 60, secs_of_day % 60, frac);
+}
+
+std::optional<std::int64_t> ts_micros(std::string_view ts) {
+  // "YYYY-MM-DDTHH:MM:SS.ffffff+00:00"
+  if (ts.size() != 32) return std::nullopt;
+  auto num = [&](std::size_t at, std::size_t n) -> std::int64_t {
+    std::int64_t v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (ts[i] < '0' || ts[i] > '9') return -1;
+      v = v * 10 + (ts[i] - '0');
+    }
+    return v;
+  };
+  const std::int64_t y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+                     sec = num(17, 2), frac = num(20, 6);
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || mi < 0 || sec < 0 || frac < 0)
+    return std::nullopt;
+  const std::int64_t micros =
+      ((days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 24 + h) * 60 +
+       mi) *
+          60'000'000 +
+      sec * 1'000'000 + frac;
+  if (format_micros(micros) != ts) return std::nullopt;  // only exact round trips
+  return micros;
+}
+
 /// Writes CBOR (RFC 8949) items into a string: what JSON values become on disk. Used directly
 /// for records whose shape is known, which skips building a JSON tree.
 class CborWriter {
@@ -133,6 +229,10 @@ class CborWriter {
   void value(const json& j) { json::to_cbor(j, out_); }
   /// An already encoded item.
   void raw(std::string_view item) { out_.append(item); }
+  void bytes(std::string_view b) {
+    head(2, b.size());
+    out_.append(b);
+  }
   void versions(const ChannelVersions& versions) {
     map(versions.size());
     for (const auto& [channel, version] : versions) {
@@ -525,28 +625,33 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   batch.push_back(
       {KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
        envelope_with(kRecord, [&](CborWriter& w) {
-         w.map(4);
-         w.text("checkpoint");
-         w.map(5);
+         // Short keys; the id is the key's. See docs/checkpoint-format.md.
+         w.map(7);
          w.text("v");
          w.integer(checkpoint.v);
-         w.text("id");
-         w.text(checkpoint.id);
-         w.text("ts");
-         w.text(checkpoint.ts);
-         w.text("channel_versions");
+         w.text("t");
+         if (auto micros = ts_micros(checkpoint.ts)) {
+           w.integer(*micros);
+         } else {
+           w.text(checkpoint.ts);
+         }
+         w.text("cv");
          w.versions(checkpoint.channel_versions);
-         w.text("versions_seen");
+         w.text("vs");
          w.map(checkpoint.versions_seen.size());
          for (const auto& [node, seen] : checkpoint.versions_seen) {
            w.text(node);
            w.versions(seen);
          }
-         w.text("metadata");
+         w.text("m");
          w.value(meta);
-         w.text("parent");
-         w.text(config.checkpoint_id);
-         w.text("values");
+         w.text("p");
+         if (auto bytes = uuid_bytes(config.checkpoint_id)) {
+           w.bytes(*bytes);
+         } else {
+           w.text(config.checkpoint_id);
+         }
+         w.text("x");
          w.map(static_cast<std::size_t>(std::count_if(
              values.begin(), values.end(), [](const auto& v) { return !v.second.item.empty(); })));
          for (const auto& [channel, v] : values) {
@@ -643,16 +748,22 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
   Record r;
   r.id = id;
   try {
-    const json& c = data.at("checkpoint");
-    r.checkpoint.v = c.at("v").get<int>();
-    r.checkpoint.id = c.at("id").get<std::string>();
-    r.checkpoint.ts = c.at("ts").get<std::string>();
-    r.checkpoint.channel_versions = c.at("channel_versions").get<ChannelVersions>();
-    r.checkpoint.versions_seen =
-        c.at("versions_seen").get<std::map<std::string, ChannelVersions>>();
-    r.metadata = data.at("metadata");
-    r.parent = data.at("parent").get<std::string>();
-    if (auto values = data.find("values"); values != data.end()) {
+    r.checkpoint.v = data.at("v").get<int>();
+    r.checkpoint.id = id;
+    const json& ts = data.at("t");
+    r.checkpoint.ts =
+        ts.is_number_integer() ? format_micros(ts.get<std::int64_t>()) : ts.get<std::string>();
+    r.checkpoint.channel_versions = data.at("cv").get<ChannelVersions>();
+    r.checkpoint.versions_seen = data.at("vs").get<std::map<std::string, ChannelVersions>>();
+    r.metadata = data.at("m");
+    const json& parent = data.at("p");
+    if (parent.is_binary()) {
+      if (parent.get_binary().size() != 16) corrupt({thread, id, "checkpoint"}, "bad parent id");
+      r.parent = uuid_text(parent.get_binary());
+    } else {
+      r.parent = parent.get<std::string>();
+    }
+    if (auto values = data.find("x"); values != data.end()) {
       for (const auto& [channel, item] : values->items()) {
         if (!item.is_array() || item.size() != 3 || !item[0].is_number_integer() ||
             !item[1].is_string() || item[1].get_ref<const std::string&>().size() != 1) {

@@ -50,7 +50,9 @@ class RocksDbSaver::Backend final : public detail::KvBackend {
   }
 
   void write(const std::vector<detail::KvOp>& batch) override {
-    rocksdb::WriteBatch wb;
+    std::size_t bytes = 64;
+    for (const auto& op : batch) bytes += op.key.size() + op.value.size() + 16;
+    rocksdb::WriteBatch wb(bytes);  // one allocation for the whole batch
     for (const auto& op : batch) {
       rocksdb::Status s;
       switch (op.kind) {
@@ -118,6 +120,9 @@ std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksD
   db_options.create_missing_column_families = true;
   db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
   db_options.max_background_jobs = 2;
+  // Writes are serialized by KvCheckpointer: skip RocksDB's concurrent-writer machinery.
+  db_options.allow_concurrent_memtable_write = false;
+  db_options.enable_write_thread_adaptive_yield = false;
   rocksdb::ColumnFamilyOptions cf;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = nullptr;

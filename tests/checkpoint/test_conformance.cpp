@@ -201,6 +201,44 @@ TEST_CASE_TEMPLATE("put", F, MemoryFactory, RocksFactory) {
   }
 }
 
+TEST_CASE_TEMPLATE("ids and timestamps of any form read back exactly", F, MemoryFactory,
+                   RocksFactory) {
+  // Records store canonical UUIDs and timestamps compactly; anything else is kept as given.
+  F factory;
+  auto saver = factory.make();
+  const std::vector<std::string> stamps{sg::iso_timestamp_now(),
+                                        "1969-12-31T23:59:59.999999+00:00",
+                                        "2024-02-29T00:00:00.000000+00:00",
+                                        "2024-02-30T00:00:00.000000+00:00",  // not a date
+                                        "2024-01-01T00:00:00Z",
+                                        "2024-01-01T00:00:00.000000+02:00",
+                                        ""};
+  const std::vector<std::string> parents{"", "1F0C2A3B-0000-6000-8000-000000000000",
+                                         "1f0c2a3b-0000-6000-8000-00000000000g", "p1",
+                                         "1f0c2a3b-0000-6000-8000-000000000000"};
+  int n = 0;
+  for (const auto& ts : stamps) {
+    for (const auto& parent : parents) {
+      CAPTURE(ts);
+      CAPTURE(parent);
+      auto c = checkpoint();
+      c.ts = ts;
+      const std::string tid = "t" + std::to_string(n++);
+      const auto stored = saver->put(config(tid, "", parent), c, metadata(), {});
+      const auto t = saver->get_tuple(stored);
+      REQUIRE(t);
+      CHECK(t->checkpoint.ts == ts);
+      CHECK(t->checkpoint.id == c.id);
+      if (parent.empty()) {
+        CHECK_FALSE(t->parent_config);
+      } else {
+        REQUIRE(t->parent_config);
+        CHECK(t->parent_config->checkpoint_id == parent);
+      }
+    }
+  }
+}
+
 TEST_CASE_TEMPLATE("put_writes", F, MemoryFactory, RocksFactory) {
   F factory;
   auto saver = factory.make();
