@@ -507,3 +507,77 @@ TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, Me
     CHECK(saver->list({.thread_id = id, .checkpoint_ns = ""}).size() == 4 * kTurns);
   }
 }
+
+namespace {
+
+/// An InMemorySaver whose checkpoint writes take 2 ms, counting what it stored.
+class SlowSaver final : public sg::Checkpointer {
+ public:
+  sg::CheckpointConfig put(const sg::CheckpointConfig& config, const sg::Checkpoint& checkpoint,
+                           const json& metadata, const sg::ChannelVersions& versions) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto out = inner_.put(config, checkpoint, metadata, versions);
+    ++stored;
+    return out;
+  }
+  std::vector<sg::CheckpointConfig> put_all(const std::vector<sg::CheckpointPut>& puts) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    auto out = inner_.put_all(puts);
+    stored += static_cast<int>(puts.size());
+    return out;
+  }
+  void put_writes(const sg::CheckpointConfig& config,
+                  const std::vector<std::pair<std::string, json>>& writes,
+                  const std::string& task_id, const std::string& task_path) override {
+    inner_.put_writes(config, writes, task_id, task_path);
+  }
+  std::optional<sg::CheckpointTuple> get_tuple(const sg::CheckpointConfig& config) override {
+    return inner_.get_tuple(config);
+  }
+  std::vector<sg::CheckpointTuple> list(const sg::ListOptions& options) override {
+    return inner_.list(options);
+  }
+  std::vector<std::string> threads() override { return inner_.threads(); }
+  void delete_thread(const std::string& thread_id) override { inner_.delete_thread(thread_id); }
+  void copy_thread(const std::string& source, const std::string& target) override {
+    inner_.copy_thread(source, target);
+  }
+  void prune(const std::vector<std::string>& threads, sg::PruneStrategy strategy) override {
+    inner_.prune(threads, strategy);
+  }
+  [[nodiscard]] sg::Durability default_durability() const noexcept override {
+    return sg::Durability::async;
+  }
+
+  std::atomic<int> stored{0};
+
+ private:
+  sg::InMemorySaver inner_;
+};
+
+}  // namespace
+
+TEST_CASE("async durability: short steps do not run far ahead of a slow saver") {
+  auto saver = std::make_shared<SlowSaver>();
+  sg::StateGraph<Chat> g;
+  std::atomic<int> max_lag{0};
+  g.add_node("tick", [&](const Chat& s, sg::Context& ctx) {
+    // Checkpoints made so far: the input one and one per finished step.
+    const int made = ctx.step() + 1;
+    max_lag = std::max(max_lag.load(), made - saver->stored.load());
+    return sg::Update<Chat>{}.set<&Chat::x>(s.x + 1);
+  });
+  g.add_edge(sg::START, "tick");
+  g.add_conditional_edges("tick", [](const Chat& s) { return s.x >= 120 ? sg::END : "tick"; },
+                          {"tick", sg::END});
+  const auto app = g.compile({.checkpointer = saver});
+  sg::RunConfig config = thread("slow");
+  config.recursion_limit = 1000;
+  const auto result = app.invoke(sg::Update<Chat>{}.set<&Chat::x>(0), config);
+  CHECK(result.state.x == 120);
+  // Every checkpoint is stored when invoke returns.
+  CHECK(saver->stored.load() == 122);
+  // A batch queued, one being stored, and the step that found them: never many more.
+  CHECK(max_lag.load() <= 2 * static_cast<int>(sg::detail::kAsyncWriteBatch) + 2);
+  MESSAGE("largest lag of stored checkpoints behind steps: " << max_lag.load());
+}

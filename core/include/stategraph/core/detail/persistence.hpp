@@ -21,6 +21,7 @@
 #include <exception>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <list>
 #include <memory>
 #include <mutex>
@@ -102,16 +103,19 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
   return nlohmann::json{{"$messages", {{"base", base_version}, {"items", std::move(items)}}}};
 }
 
-/// How long a checkpoint of durability "async" may stay queued while steps run: older ones, or
-/// any before a step that may take this long, go to the background writer. Checkpoints queued
-/// together are stored together, in one write.
+/// How long a checkpoint of durability "async" may stay queued while steps run. Checkpoints
+/// queued together are stored together, in one write.
 inline constexpr std::chrono::milliseconds kAsyncWriteDelay{1};
+/// ... and how many may queue up: small batches reuse warm memory.
+inline constexpr std::size_t kAsyncWriteBatch = 16;
 
 /// Stores checkpoints and writes in submission order (durability "async"). Jobs queue up until
-/// start_if_due() hands them to the graph's thread pool (one drain task at a time, storing
-/// consecutive checkpoints with one put_all()) or wait() stores them on the calling thread, so a
-/// run of fast steps makes one write and no thread hand-off. The first failure drops the queue
-/// and is rethrown by wait(). Thread-safe.
+/// start_if_due() finds them due: before a step that may be long (a model call) they go to the
+/// graph's thread pool (one drain task at a time), so the write overlaps the step; between short
+/// steps, once kAsyncWriteDelay or kAsyncWriteBatch is reached, they are stored on the calling
+/// thread, which costs less than a hand-off to another thread (and keeps step times steady).
+/// wait() stores the rest on the calling thread. Consecutive checkpoints go in one put_all().
+/// The first failure drops the queue and is rethrown by wait(). Thread-safe.
 class AsyncWriter {
  public:
   AsyncWriter(ThreadPool& pool, Checkpointer& saver)
@@ -125,17 +129,39 @@ class AsyncWriter {
   /// Queues other work (task writes).
   void submit(std::function<void()> work) { enqueue(Job{std::move(work)}); }
 
-  /// Hands the queue to the pool if the next step may be long (`long_step`) or the oldest job
-  /// has waited kAsyncWriteDelay.
+  /// Stores the queue if it is due (see the class comment); `long_step`: the next step may be
+  /// long. A short step waits for a background write still storing a full batch (back-pressure:
+  /// steps never run ahead of the writes by much more than kAsyncWriteBatch checkpoints).
   void start_if_due(bool long_step) {
+    enum class Do { nothing, post, drain_here, wait_then_drain } action = Do::nothing;
     {
       std::lock_guard lock(state_->mu);
-      if (state_->jobs.empty() || state_->running || state_->scheduled) return;
-      if (!long_step && std::chrono::steady_clock::now() - state_->oldest < kAsyncWriteDelay)
-        return;
-      state_->scheduled = true;
+      const bool busy = state_->running || state_->scheduled;
+      const bool full = state_->queued_puts >= kAsyncWriteBatch;
+      if (state_->jobs.empty()) {
+        action = Do::nothing;
+      } else if (busy) {
+        action = !long_step && full ? Do::wait_then_drain : Do::nothing;
+      } else if (long_step) {
+        action = Do::post;
+        state_->scheduled = true;
+      } else if (full || std::chrono::steady_clock::now() - state_->oldest >= kAsyncWriteDelay) {
+        action = Do::drain_here;
+      }
     }
-    pool_.post([state = state_] { state->drain(true); });
+    switch (action) {
+      case Do::nothing:
+        break;
+      case Do::post:
+        pool_.post([state = state_] { state->drain(true); });
+        break;
+      case Do::drain_here:
+        state_->drain(false);
+        break;
+      case Do::wait_then_drain:
+        state_->drain_and_wait();
+        break;
+    }
   }
 
   void wait() {
@@ -151,6 +177,7 @@ class AsyncWriter {
     std::lock_guard lock(state_->mu);
     if (state_->error) return;  // the first failure stops the queue; wait() reports it
     if (state_->jobs.empty()) state_->oldest = std::chrono::steady_clock::now();
+    if (job.index() == 0) state_->queued_puts += std::get<0>(job).size();
     state_->jobs.push_back(std::move(job));
   }
 
@@ -164,26 +191,32 @@ class AsyncWriter {
     std::chrono::steady_clock::time_point oldest;  // when the first queued job came
     bool running = false;                          // a thread is draining
     bool scheduled = false;                        // a drain task is posted and has not started
+    std::size_t queued_puts = 0;                   // checkpoints in `jobs`
 
-    /// Runs queued jobs until none is left, unless another thread already does.
+    /// Runs the queued jobs unless another thread already does: a posted drain those queued when
+    /// it starts (later ones wait until they are due), the caller's until none is left.
     void drain(bool posted) noexcept {
       std::unique_lock lock(mu);
       if (posted) scheduled = false;
       if (running) return;
       running = true;
-      while (!jobs.empty()) {
+      std::size_t budget = posted ? jobs.size() : std::numeric_limits<std::size_t>::max();
+      while (!jobs.empty() && budget > 0) {
         // Consecutive checkpoints go in one put_all().
         std::vector<CheckpointPut> puts;
         std::function<void()> work;
-        while (!jobs.empty() && jobs.front().index() == 0) {
+        while (!jobs.empty() && budget > 0 && jobs.front().index() == 0) {
           auto& more = std::get<0>(jobs.front());
           std::move(more.begin(), more.end(), std::back_inserter(puts));
           jobs.pop_front();
+          --budget;
         }
         if (puts.empty()) {
           work = std::move(std::get<1>(jobs.front()));
           jobs.pop_front();
+          --budget;
         }
+        queued_puts -= puts.size();
         lock.unlock();
         std::exception_ptr failure;
         try {
@@ -202,6 +235,7 @@ class AsyncWriter {
         if (failure && !error) {
           error = failure;
           jobs.clear();
+          queued_puts = 0;
         }
       }
       running = false;
@@ -209,9 +243,14 @@ class AsyncWriter {
     }
 
     void drain_and_wait() noexcept {
-      drain(false);
       std::unique_lock lock(mu);
-      idle.wait(lock, [&] { return !running && jobs.empty(); });
+      while (true) {
+        lock.unlock();
+        drain(false);
+        lock.lock();
+        idle.wait(lock, [&] { return !running; });
+        if (jobs.empty()) return;
+      }
     }
   };
 
