@@ -450,11 +450,12 @@ struct KvCheckpointer::Staged {
   std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest record
 };
 
-KvCheckpointer::InlineValues KvCheckpointer::parent_inline(const Staged& staged,
-                                                           const std::string& thread,
-                                                           const std::string& ns,
-                                                           const std::string& parent_id) {
-  if (parent_id.empty()) return {};
+const KvCheckpointer::InlineValues& KvCheckpointer::parent_inline(const Staged& staged,
+                                                                  const std::string& thread,
+                                                                  const std::string& ns,
+                                                                  const std::string& parent_id,
+                                                                  InlineValues& read) {
+  if (parent_id.empty()) return read;
   const std::string prefix = prefix_of(thread, ns);
   using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
   for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
@@ -462,15 +463,14 @@ KvCheckpointer::InlineValues KvCheckpointer::parent_inline(const Staged& staged,
     if (it != inlines->end() && it->second.first == parent_id) return it->second.second;
   }
   auto stored = kv_->get(Column::checkpoints, prefix + parent_id);
-  if (!stored) return {};  // an unknown parent: nothing to carry over
+  if (!stored) return read;  // an unknown parent: nothing to carry over
   auto record = read_record(thread, ns, prefix + parent_id, *stored);
-  InlineValues out;
   for (const auto& [channel, item] : record->values.items()) {
-    out[channel] = InlineValue{item.at(0).get<std::int64_t>(), std::string()};
     const auto cbor = json::to_cbor(item);
-    out[channel].item.assign(cbor.begin(), cbor.end());
+    read[channel] = InlineValue{item.at(0).get<std::int64_t>(),
+                                std::make_shared<const std::string>(cbor.begin(), cbor.end())};
   }
-  return out;
+  return read;
 }
 
 KvCheckpointer::LogRanges KvCheckpointer::base_view(
@@ -485,9 +485,9 @@ KvCheckpointer::LogRanges KvCheckpointer::base_view(
   }
   const Origin origin{config.thread_id, checkpoint.id, "message view"};
   if (auto it = parent.find(channel);
-      it != parent.end() && it->second.version == version && !it->second.item.empty()) {
+      it != parent.end() && it->second.version == version && it->second.item) {
     try {
-      const json item = json::from_cbor(it->second.item);
+      const json item = json::from_cbor(*it->second.item);
       if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
     } catch (const json::exception& e) {
       corrupt(origin, e.what());
@@ -513,18 +513,19 @@ std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Sta
     auto v = it->second.second.find(channel);
     if (v != it->second.second.end() && v->second.version == version) return v->second;
   }
-  if (kv_->get(Column::blobs, blob_key(prefix, channel, version))) return InlineValue{version, {}};
+  if (kv_->get(Column::blobs, blob_key(prefix, channel, version)))
+    return InlineValue{version, nullptr};
   std::optional<InlineValue> found;
-  kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
-            [&](std::string_view key, std::string_view data) {
-              const auto record = read_record(thread, ns, key, data);
-              auto item = record->values.find(channel);
-              if (item == record->values.end() || (*item)[0].get<std::int64_t>() != version)
-                return true;
-              const auto cbor = json::to_cbor(*item);
-              found = InlineValue{version, std::string(cbor.begin(), cbor.end())};
-              return false;
-            });
+  kv_->scan(
+      Column::checkpoints, prefix, prefix_end(prefix), true,
+      [&](std::string_view key, std::string_view data) {
+        const auto record = read_record(thread, ns, key, data);
+        auto item = record->values.find(channel);
+        if (item == record->values.end() || (*item)[0].get<std::int64_t>() != version) return true;
+        const auto cbor = json::to_cbor(*item);
+        found = InlineValue{version, std::make_shared<const std::string>(cbor.begin(), cbor.end())};
+        return false;
+      });
   return found;
 }
 
@@ -537,8 +538,9 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   check_name("checkpoint_ns", config.checkpoint_ns);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   auto& batch = staged.batch;
-  const InlineValues parent =
-      parent_inline(staged, config.thread_id, config.checkpoint_ns, config.checkpoint_id);
+  InlineValues read;  // the parent's values when no cache has them
+  const InlineValues& parent =
+      parent_inline(staged, config.thread_id, config.checkpoint_ns, config.checkpoint_id, read);
 
   // Small values of unchanged channels come along from the parent's record (or, for a put not
   // chained to the checkpoint that wrote them, from wherever they are).
@@ -566,11 +568,11 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
       w.integer(version);
       w.text(std::string_view(&kind, 1));
       w.raw(body);
-      values[channel] = InlineValue{version, std::move(item)};
+      values[channel] = InlineValue{version, std::make_shared<const std::string>(std::move(item))};
     } else {
       batch.push_back({KvOp::Kind::put, Column::blobs, blob_key(prefix, channel, version),
                        envelope_of_cbor(kind, body)});
-      values[channel] = InlineValue{version, {}};  // "in a blob", for the caches only
+      values[channel] = InlineValue{version, nullptr};  // "in a blob", for the caches only
     }
   };
 
@@ -622,44 +624,44 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   }
 
   const json& meta = metadata.is_null() ? json::object() : metadata;
-  batch.push_back(
-      {KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
-       envelope_with(kRecord, [&](CborWriter& w) {
-         // Short keys; the id is the key's. See docs/checkpoint-format.md.
-         w.map(7);
-         w.text("v");
-         w.integer(checkpoint.v);
-         w.text("t");
-         if (auto micros = ts_micros(checkpoint.ts)) {
-           w.integer(*micros);
-         } else {
-           w.text(checkpoint.ts);
-         }
-         w.text("cv");
-         w.versions(checkpoint.channel_versions);
-         w.text("vs");
-         w.map(checkpoint.versions_seen.size());
-         for (const auto& [node, seen] : checkpoint.versions_seen) {
-           w.text(node);
-           w.versions(seen);
-         }
-         w.text("m");
-         w.value(meta);
-         w.text("p");
-         if (auto bytes = uuid_bytes(config.checkpoint_id)) {
-           w.bytes(*bytes);
-         } else {
-           w.text(config.checkpoint_id);
-         }
-         w.text("x");
-         w.map(static_cast<std::size_t>(std::count_if(
-             values.begin(), values.end(), [](const auto& v) { return !v.second.item.empty(); })));
-         for (const auto& [channel, v] : values) {
-           if (v.item.empty()) continue;
-           w.text(channel);
-           w.raw(v.item);
-         }
-       })});
+  batch.push_back({KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
+                   envelope_with(kRecord, [&](CborWriter& w) {
+                     // Short keys; the id is the key's. See docs/checkpoint-format.md.
+                     w.map(7);
+                     w.text("v");
+                     w.integer(checkpoint.v);
+                     w.text("t");
+                     if (auto micros = ts_micros(checkpoint.ts)) {
+                       w.integer(*micros);
+                     } else {
+                       w.text(checkpoint.ts);
+                     }
+                     w.text("cv");
+                     w.versions(checkpoint.channel_versions);
+                     w.text("vs");
+                     w.map(checkpoint.versions_seen.size());
+                     for (const auto& [node, seen] : checkpoint.versions_seen) {
+                       w.text(node);
+                       w.versions(seen);
+                     }
+                     w.text("m");
+                     w.value(meta);
+                     w.text("p");
+                     if (auto bytes = uuid_bytes(config.checkpoint_id)) {
+                       w.bytes(*bytes);
+                     } else {
+                       w.text(config.checkpoint_id);
+                     }
+                     w.text("x");
+                     w.map(static_cast<std::size_t>(
+                         std::count_if(values.begin(), values.end(),
+                                       [](const auto& v) { return v.second.item != nullptr; })));
+                     for (const auto& [channel, v] : values) {
+                       if (!v.item) continue;
+                       w.text(channel);
+                       w.raw(*v.item);
+                     }
+                   })});
   auto& newest = staged.latest[prefix];
   if (newest < checkpoint.id) newest = checkpoint.id;
   staged.inlines[prefix] = {checkpoint.id, std::move(values)};

@@ -90,19 +90,21 @@ class KvCheckpointer : public Checkpointer {
                               std::int64_t version, bool& present);
   using LogRanges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
   /// A small channel value kept in checkpoint records (carried from record to record while its
-  /// version stays): the version and the CBOR item `[version, kind, value]`; no item for a value
-  /// stored as a blob (known to the caches, not written).
+  /// version stays): the version and the CBOR item `[version, kind, value]` (shared, so that
+  /// carrying it forward copies no bytes); no item for a value stored as a blob (known to the
+  /// caches, not written).
   struct InlineValue {
     std::int64_t version = 0;
-    std::string item;
+    std::shared_ptr<const std::string> item;
   };
   using InlineValues = std::map<std::string, InlineValue>;
   struct Staged;
   std::optional<InlineValue> find_inline(const Staged& staged, const std::string& thread,
                                          const std::string& ns, const std::string& channel,
                                          std::int64_t version);
-  InlineValues parent_inline(const Staged& staged, const std::string& thread, const std::string& ns,
-                             const std::string& parent_id);
+  const InlineValues& parent_inline(const Staged& staged, const std::string& thread,
+                                    const std::string& ns, const std::string& parent_id,
+                                    InlineValues& read);
   nlohmann::json resolve_value(const std::string& thread, const std::string& ns,
                                const std::string& checkpoint_id, const std::string& channel,
                                char kind, nlohmann::json value, bool& present);
