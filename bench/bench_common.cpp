@@ -178,13 +178,4 @@ std::string fresh_dir(const std::string& name) {
   return dir.string();
 }
 
-std::uint64_t directory_bytes(const std::string& path) {
-  std::uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::recursive_directory_iterator(path, ec)) {
-    if (entry.is_regular_file(ec)) total += entry.file_size(ec);
-  }
-  return total;
-}
-
 }  // namespace bench

@@ -82,7 +82,5 @@ std::string messages_digest(const std::vector<sg::Message>& messages);
 
 /// A directory for storage under the system temp dir, removed first.
 std::string fresh_dir(const std::string& name);
-/// Bytes under a directory.
-std::uint64_t directory_bytes(const std::string& path);
 
 }  // namespace bench

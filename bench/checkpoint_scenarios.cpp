@@ -88,6 +88,18 @@ double ms_between(bench::Clock::time_point a, bench::Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
+/// The fields every loop / summarize_trim unit reports.
+Json run_fields(std::size_t ops, const char* label, double wall, double cpu, double load,
+                const std::string& variant, const Saver& saver) {
+  Json r = bench::rate(ops, wall);
+  r["ops_label"] = label;
+  r["cpu_s"] = bench::round_to(cpu, 3);
+  r["loadavg_1m_at_start"] = load;
+  r["saver"] = variant;
+  r["durability"] = saver.durability_name();
+  return r;
+}
+
 // ---------------------------------------------------------------------------------- loop
 
 sg::CompiledGraph<sg::MessagesState> loop_graph(std::shared_ptr<sg::Checkpointer> saver,
@@ -154,12 +166,7 @@ Json run_loop(const std::string& variant) {
   if (entries.size() != kSteps) throw std::runtime_error("loop: wrong node execution count");
   const double first = ms_between(entries[0], entries[kWindow]);
   const double last = ms_between(entries[kSteps - 1 - kWindow], entries[kSteps - 1]);
-  Json r = bench::rate(kSteps, wall);
-  r["ops_label"] = "supersteps";
-  r["cpu_s"] = bench::round_to(cpu, 3);
-  r["loadavg_1m_at_start"] = l0;
-  r["saver"] = variant;
-  r["durability"] = saver.durability_name();
+  Json r = run_fields(kSteps, "supersteps", wall, cpu, l0, variant, saver);
   r["supersteps_per_s"] = r["ops_per_s"];
   r["warmup_supersteps"] = 100;
   r["first_100_steps_ms"] = bench::round_to(first, 2);
@@ -264,12 +271,7 @@ Json run_summarize(const std::string& variant) {
   }
   Json ids = Json::array();
   for (const auto& m : messages) ids.push_back(m.id);
-  Json r = bench::rate(kTurns, wall);
-  r["ops_label"] = "turns";
-  r["cpu_s"] = bench::round_to(cpu, 3);
-  r["loadavg_1m_at_start"] = l0;
-  r["saver"] = variant;
-  r["durability"] = saver.durability_name();
+  Json r = run_fields(kTurns, "turns", wall, cpu, l0, variant, saver);
   r["turns_per_s"] = r["ops_per_s"];
   r["warmup_turns"] = 50;
   r["first_100_turns_ms"] = bench::round_to(first, 2);
