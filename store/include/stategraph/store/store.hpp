@@ -1,0 +1,167 @@
+#pragma once
+
+// The long-term memory store: JSON documents under hierarchical namespaces, shared across
+// conversation threads (LangGraph's BaseStore; shared/reference/langgraph-features.md §6).
+
+#include <stategraph/core/error.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace sg {
+
+namespace errc {
+inline constexpr std::string_view kInvalidNamespace = "store.invalid_namespace";
+inline constexpr std::string_view kInvalidFilter = "store.invalid_filter";
+inline constexpr std::string_view kStoreCorrupt = "store.corrupt";
+inline constexpr std::string_view kStoreIo = "store.io";
+inline constexpr std::string_view kStoreLocked = "store.locked";
+}  // namespace errc
+
+/// A namespace: a path of labels, like ("users", "u-1", "memories").
+using Namespace = std::vector<std::string>;
+
+/// A namespace that breaks the rules (validate_namespace). Names the offending label.
+class InvalidNamespaceError : public Error {
+ public:
+  explicit InvalidNamespaceError(const std::string& message)
+      : Error(errc::kInvalidNamespace, message) {}
+};
+
+/// Store errors other than bad arguments: I/O, corruption, a locked database.
+class StoreError : public Error {
+ public:
+  StoreError(std::string_view code, const std::string& message) : Error(code, message) {}
+};
+
+/// Throws InvalidNamespaceError unless `ns` is non-empty, has no empty label, no label with "."
+/// or a zero byte, and does not start with the reserved label "langgraph".
+void validate_namespace(const Namespace& ns);
+
+/// "a.b.c" for {"a", "b", "c"} (the CLI's form). Thread-safe.
+[[nodiscard]] std::string join_namespace(const Namespace& ns);
+/// {"a", "b", "c"} for "a.b.c"; "" gives {}. Does not validate.
+[[nodiscard]] Namespace split_namespace(std::string_view text);
+
+using StoreClock = std::chrono::system_clock;
+
+/// A stored document.
+struct Item {
+  Namespace ns{};
+  std::string key{};
+  nlohmann::json value = nlohmann::json::object();
+  StoreClock::time_point created_at{};
+  StoreClock::time_point updated_at{};
+
+  friend bool operator==(const Item&, const Item&) = default;
+};
+
+/// A search hit: the item and its similarity score (none for a filter-only search).
+struct SearchItem {
+  Item item{};
+  std::optional<double> score{};
+};
+
+/// The item's JSON form: {namespace: [...], key, value, created_at, updated_at (ISO-8601 UTC)},
+/// plus score for a search hit.
+[[nodiscard]] nlohmann::json to_json(const Item& item);
+[[nodiscard]] nlohmann::json to_json(const SearchItem& hit);
+/// ISO-8601 UTC with microseconds ("2026-11-22T03:04:05.123456+00:00").
+[[nodiscard]] std::string iso_time(StoreClock::time_point t);
+
+/// Operations of Store::batch (LangGraph's GetOp, PutOp, SearchOp, ListNamespacesOp).
+struct GetOp {
+  Namespace ns{};
+  std::string key{};
+  /// Extend the item's TTL (default: the store's TtlConfig::refresh_on_read).
+  std::optional<bool> refresh_ttl{};
+};
+
+struct PutOp {
+  Namespace ns{};
+  std::string key{};
+  /// The new value (a JSON object), or nullopt to delete.
+  std::optional<nlohmann::json> value{};
+  /// Minutes until the item expires (default: TtlConfig::default_ttl; none: never).
+  std::optional<double> ttl_minutes{};
+};
+
+struct SearchOp {
+  Namespace prefix{};  ///< {} searches everything
+  /// Match on JSON paths of the value: {"a.b": 1, "n": {"$gt": 2}, "tags": {"$in": [..]}}.
+  nlohmann::json filter{};
+  std::size_t limit = 10;
+  std::size_t offset = 0;
+  std::optional<bool> refresh_ttl{};
+};
+
+/// A prefix or suffix of namespaces; "*" matches any one label.
+struct MatchCondition {
+  enum class Kind : std::uint8_t { prefix, suffix };
+  Kind kind = Kind::prefix;
+  Namespace path{};
+};
+
+struct ListNamespacesOp {
+  std::vector<MatchCondition> match{};
+  std::optional<std::size_t> max_depth{};
+  std::size_t limit = 100;
+  std::size_t offset = 0;
+};
+
+using StoreOp = std::variant<GetOp, PutOp, SearchOp, ListNamespacesOp>;
+/// GetOp -> optional<Item>; PutOp -> monostate; SearchOp -> hits; ListNamespacesOp -> namespaces.
+using StoreResult = std::variant<std::monostate, std::optional<Item>, std::vector<SearchItem>,
+                                 std::vector<Namespace>>;
+
+/// Time-to-live settings of a store.
+struct TtlConfig {
+  /// Minutes until a put item expires when the put gives no ttl (none: never).
+  std::optional<double> default_ttl{};
+  /// Reads (get, search) extend an item's TTL by default.
+  bool refresh_on_read = true;
+  /// The clock for timestamps and expiry (default: the system clock); tests use a fake one.
+  std::function<StoreClock::time_point()> clock{};
+};
+
+/// True when `value` matches `filter` (see SearchOp::filter): plain values and arrays compare by
+/// equality, nested objects match recursively, operators $eq $ne $gt $gte $lt $lte $in $nin.
+/// Numbers compare numerically, strings lexicographically; other types only by ($n)eq/($n)in.
+/// Throws Error (code "store.invalid_filter") for an unknown operator or a malformed filter.
+[[nodiscard]] bool matches_filter(const nlohmann::json& value, const nlohmann::json& filter);
+/// Throws as matches_filter would for any value: an unknown operator, an operator mixed with
+/// plain keys, $in/$nin without an array, a filter that is not an object (null is no filter).
+void validate_filter(const nlohmann::json& filter);
+
+/// The store interface. Every operation validates namespaces (InvalidNamespaceError) and throws
+/// StoreError on I/O or corrupt data. Implementations are safe to use from many threads.
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  /// Runs the operations in order; results in the same order.
+  virtual std::vector<StoreResult> batch(std::vector<StoreOp> ops) = 0;
+
+  /// Inserts or replaces the item (value must be a JSON object; else Error
+  /// "argument.invalid"). created_at is kept on replace.
+  void put(const Namespace& ns, const std::string& key, nlohmann::json value,
+           std::optional<double> ttl_minutes = std::nullopt);
+  /// The item, or nullopt if absent or expired.
+  [[nodiscard]] std::optional<Item> get(const Namespace& ns, const std::string& key,
+                                        std::optional<bool> refresh_ttl = std::nullopt);
+  /// Removes the item (absent: nothing happens).
+  void remove(const Namespace& ns, const std::string& key);
+  /// Items under `prefix` matching `filter`, most recently updated first, paged.
+  [[nodiscard]] std::vector<SearchItem> search(SearchOp op);
+  /// Distinct namespaces (truncated to max_depth), sorted, paged.
+  [[nodiscard]] std::vector<Namespace> list_namespaces(ListNamespacesOp op = {});
+};
+
+}  // namespace sg

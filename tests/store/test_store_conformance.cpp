@@ -1,0 +1,308 @@
+// One suite for InMemoryStore and RocksDbStore: put/get/delete, namespaces, search with
+// filters and paging, list_namespaces, TTL, batch, persistence and bad input.
+#include <stategraph/store/kv_store.hpp>
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <fstream>
+#include <thread>
+
+#include "support/temp_dir.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+struct MemoryFactory {
+  std::shared_ptr<sg::KvStore> make(sg::TtlConfig ttl = {}) {
+    return std::make_shared<sg::InMemoryStore>(ttl);
+  }
+};
+
+struct RocksFactory {
+  sg::test::TempDir dir;
+  int n = 0;
+  std::shared_ptr<sg::KvStore> make(sg::TtlConfig ttl = {}) {
+    return sg::RocksDbStore::open(dir.sub("store" + std::to_string(n++)), {.ttl = ttl});
+  }
+};
+
+std::vector<std::string> keys_of(const std::vector<sg::SearchItem>& hits) {
+  std::vector<std::string> out;
+  for (const auto& h : hits) out.push_back(h.item.key);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("put, get, replace and delete", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto store = factory.make();
+  const sg::Namespace ns{"users", "u1", "memories"};
+  CHECK_FALSE(store->get(ns, "m1"));
+  store->put(ns, "m1", {{"text", "likes tea"}});
+  auto item = store->get(ns, "m1");
+  REQUIRE(item);
+  CHECK(item->ns == ns);
+  CHECK(item->key == "m1");
+  CHECK(item->value == json{{"text", "likes tea"}});
+  CHECK(item->created_at == item->updated_at);
+
+  std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  store->put(ns, "m1", {{"text", "likes green tea"}});
+  auto replaced = store->get(ns, "m1");
+  REQUIRE(replaced);
+  CHECK(replaced->value["text"] == "likes green tea");
+  CHECK(replaced->created_at == item->created_at);
+  CHECK(replaced->updated_at > item->updated_at);
+
+  CHECK_FALSE(store->get({"users", "u1"}, "m1"));  // namespaces are exact for get
+  store->remove(ns, "m1");
+  CHECK_FALSE(store->get(ns, "m1"));
+  store->remove(ns, "never-there");  // not an error
+
+  const json j = sg::to_json(*replaced);
+  CHECK(j["namespace"] == json{"users", "u1", "memories"});
+  CHECK(j["created_at"].get<std::string>().size() == 32);
+}
+
+TEST_CASE_TEMPLATE("namespace rules on every operation", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto store = factory.make();
+  auto fails = [&](const sg::Namespace& ns, const std::string& words) {
+    CAPTURE(sg::join_namespace(ns));
+    try {
+      store->put(ns, "k", json::object());
+      FAIL("put accepted the namespace");
+    } catch (const sg::InvalidNamespaceError& e) {
+      CHECK(std::string(e.what()).find(words) != std::string::npos);
+      CHECK(e.code() == "store.invalid_namespace");
+    }
+    CHECK_THROWS_AS((void)store->get(ns, "k"), sg::InvalidNamespaceError);
+    CHECK_THROWS_AS(store->remove(ns, "k"), sg::InvalidNamespaceError);
+  };
+  fails({}, "cannot be empty");
+  fails({"a", ""}, "label 1 is empty");
+  fails({"a", "b.c"}, "'b.c' contains '.'");
+  fails({"langgraph", "x"}, "'langgraph' is reserved");
+  fails({std::string("a\0b", 3)}, "zero byte");
+  CHECK_THROWS_AS((void)store->search({.prefix = {"a."}}), sg::InvalidNamespaceError);
+  store->put({"x", "langgraph"}, "k", json::object());  // reserved only at the root
+  CHECK(store->list_namespaces() == std::vector<sg::Namespace>{{"x", "langgraph"}});
+  CHECK(sg::split_namespace("a.b.c") == sg::Namespace{"a", "b", "c"});
+  CHECK(sg::join_namespace({"a", "b"}) == "a.b");
+}
+
+TEST_CASE_TEMPLATE("values must be objects; bad input changes nothing", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto store = factory.make();
+  store->put({"a"}, "k", {{"v", 1}});
+  CHECK_THROWS_WITH_AS(store->put({"a"}, "k", json::array({1})),
+                       doctest::Contains("must be a JSON object, got array"), sg::Error);
+  CHECK_THROWS_WITH_AS(store->put({"a"}, "k", {{"v", 2}}, -1.0),
+                       doctest::Contains("ttl must be positive"), sg::Error);
+  CHECK(store->get({"a"}, "k")->value == json{{"v", 1}});
+}
+
+TEST_CASE_TEMPLATE("search: prefix, filters, order and paging", F, MemoryFactory, RocksFactory) {
+  F factory;
+  // Each reading of this clock is 1 ms later: every put has its own updated_at.
+  auto ticks = std::make_shared<std::atomic<std::int64_t>>(0);
+  auto store = factory.make({.clock = [ticks] {
+    return sg::StoreClock::time_point(std::chrono::milliseconds(++*ticks));
+  }});
+  store->put({"docs", "a"}, "1",
+             {{"kind", "note"},
+              {"n", 1},
+              {"tags", {"x", "y"}},
+              {"meta", {{"lang", "en"}, {"score", 0.5}}}});
+  store->put({"docs", "a"}, "2", {{"kind", "todo"}, {"n", 5}, {"meta", {{"lang", "fr"}}}});
+  store->put({"docs", "b"}, "3", {{"kind", "note"}, {"n", 9}, {"name", "zed"}});
+  store->put({"docsx"}, "4", {{"kind", "note"}});  // not under the prefix ("docs")
+  store->put({"other"}, "5", {{"kind", "note"}});
+
+  // Most recently updated first.
+  CHECK(keys_of(store->search({.prefix = {"docs"}})) == std::vector<std::string>{"3", "2", "1"});
+  CHECK(keys_of(store->search({.prefix = {"docs", "a"}})) == std::vector<std::string>{"2", "1"});
+  CHECK(store->search({}).size() == 5);
+  CHECK_FALSE(store->search({.prefix = {"docs"}}).front().score);
+
+  auto with = [&](json filter) {
+    return keys_of(store->search({.prefix = {"docs"}, .filter = std::move(filter)}));
+  };
+  using V = std::vector<std::string>;
+  CHECK(with({{"kind", "note"}}) == V{"3", "1"});
+  CHECK(with({{"meta", {{"lang", "en"}}}}) == V{"1"});  // nested object
+  CHECK(with({{"meta.lang", "fr"}}) == V{"2"});         // dotted path
+  CHECK(with({{"tags", {"x", "y"}}}) == V{"1"});        // list equality
+  CHECK(with({{"tags", {"y", "x"}}}) == V{});
+  CHECK(with({{"n", {{"$gt", 1}}}}) == V{"3", "2"});
+  CHECK(with({{"n", {{"$gte", 1}, {"$lt", 9}}}}) == V{"2", "1"});
+  CHECK(with({{"n", {{"$lte", 5}}}}) == V{"2", "1"});
+  CHECK(with({{"n", {{"$eq", 5}}}}) == V{"2"});
+  CHECK(with({{"n", {{"$ne", 5}}}}) == V{"3", "1"});
+  CHECK(with({{"kind", {{"$in", {"todo", "x"}}}}}) == V{"2"});
+  CHECK(with({{"kind", {{"$nin", {"todo"}}}}}) == V{"3", "1"});
+  CHECK(with({{"name", {{"$ne", "zed"}}}}) == V{"2", "1"});  // missing counts as "not equal"
+  CHECK(with({{"name", {{"$gt", "a"}}}}) == V{"3"});         // strings order
+  CHECK(with({{"kind", {{"$gt", 1}}}}) == V{});              // kinds that do not order
+  CHECK(with({{"meta.score", {{"$lt", 1}}}}) == V{"1"});
+
+  // Paging never comes back short while results remain.
+  CHECK(keys_of(store->search({.prefix = {"docs"}, .limit = 2})) == V{"3", "2"});
+  CHECK(keys_of(store->search({.prefix = {"docs"}, .limit = 2, .offset = 2})) == V{"1"});
+  CHECK(store->search({.prefix = {"docs"}, .limit = 2, .offset = 3}).empty());
+  CHECK(keys_of(store->search(
+            {.prefix = {"docs"}, .filter = {{"kind", "note"}}, .limit = 1, .offset = 1})) ==
+        V{"1"});
+
+  // Unknown operators are errors, even with nothing to match.
+  for (const json& bad : {json{{"n", {{"$regex", "x"}}}}, json{{"n", {{"$gt", 1}, {"x", 2}}}},
+                          json{{"n", {{"$in", 3}}}}, json::array({1})}) {
+    CAPTURE(bad.dump());
+    CHECK_THROWS_WITH_AS((void)store->search({.prefix = {"empty"}, .filter = bad}),
+                         doctest::Contains("invalid store filter"), sg::Error);
+  }
+}
+
+TEST_CASE_TEMPLATE("list_namespaces: prefix, suffix, wildcards, depth, paging", F, MemoryFactory,
+                   RocksFactory) {
+  F factory;
+  auto store = factory.make();
+  for (const sg::Namespace& ns : std::vector<sg::Namespace>{
+           {"a", "b", "c"}, {"a", "b", "d"}, {"a", "e"}, {"f", "b", "c"}, {"a"}}) {
+    store->put(ns, "k1", json::object());
+    store->put(ns, "k2", json::object());
+  }
+  using L = std::vector<sg::Namespace>;
+  CHECK(store->list_namespaces() ==
+        L{{"a"}, {"a", "b", "c"}, {"a", "b", "d"}, {"a", "e"}, {"f", "b", "c"}});
+  using K = sg::MatchCondition::Kind;
+  CHECK(store->list_namespaces({.match = {{K::prefix, {"a", "b"}}}}) ==
+        L{{"a", "b", "c"}, {"a", "b", "d"}});
+  CHECK(store->list_namespaces({.match = {{K::suffix, {"c"}}}}) ==
+        L{{"a", "b", "c"}, {"f", "b", "c"}});
+  CHECK(store->list_namespaces({.match = {{K::prefix, {"*", "b"}}}}) ==
+        L{{"a", "b", "c"}, {"a", "b", "d"}, {"f", "b", "c"}});
+  CHECK(store->list_namespaces({.match = {{K::prefix, {"a"}}, {K::suffix, {"d"}}}}) ==
+        L{{"a", "b", "d"}});
+  CHECK(store->list_namespaces({.max_depth = 2}) == L{{"a"}, {"a", "b"}, {"a", "e"}, {"f", "b"}});
+  CHECK(store->list_namespaces({.max_depth = 1}) == L{{"a"}, {"f"}});
+  CHECK(store->list_namespaces({.limit = 2, .offset = 1}) == L{{"a", "b", "c"}, {"a", "b", "d"}});
+  store->remove({"a", "e"}, "k1");
+  store->remove({"a", "e"}, "k2");
+  CHECK(store->list_namespaces({.match = {{K::prefix, {"a", "e"}}}}).empty());
+}
+
+TEST_CASE_TEMPLATE("TTL: expiry, refresh on read, sweeping", F, MemoryFactory, RocksFactory) {
+  F factory;
+  // A fake clock: TTLs are minutes, the test must not sleep for them.
+  auto micros = std::make_shared<std::atomic<std::int64_t>>(1'700'000'000'000'000);
+  auto clock = [micros] {
+    return sg::StoreClock::time_point(
+        std::chrono::duration_cast<sg::StoreClock::duration>(std::chrono::microseconds(*micros)));
+  };
+  auto advance = [&](int seconds) { *micros += std::int64_t{seconds} * 1'000'000; };
+
+  auto store = factory.make({.refresh_on_read = true, .clock = clock});
+  store->put({"t"}, "short", {{"v", 1}}, 1.0);  // one minute
+  store->put({"t"}, "forever", {{"v", 2}});
+  advance(40);
+  REQUIRE(store->get({"t"}, "short"));  // refreshed: expires 60 s from now
+  advance(40);
+  CHECK(store->get({"t"}, "short", false));  // alive thanks to the refresh; not refreshed now
+  advance(30);
+  CHECK_FALSE(store->get({"t"}, "short"));  // expired: never returned
+  CHECK(keys_of(store->search({.prefix = {"t"}})) == std::vector<std::string>{"forever"});
+  store->put({"t"}, "short", {{"v", 3}});  // a new item: a new created_at
+  CHECK(store->get({"t"}, "short")->created_at == clock());
+  store->remove({"t"}, "short");
+
+  // Searches refresh what they return.
+  store->put({"s"}, "a", json::object(), 1.0);
+  advance(50);
+  CHECK(store->search({.prefix = {"s"}}).size() == 1);
+  advance(50);
+  CHECK(store->search({.prefix = {"s"}, .refresh_ttl = false}).size() == 1);
+  advance(20);
+  CHECK(store->search({.prefix = {"s"}}).empty());
+  CHECK(store->list_namespaces() == std::vector<sg::Namespace>{{"t"}});
+  CHECK(store->sweep_expired() == 1);
+  CHECK(store->sweep_expired() == 0);
+
+  // A default TTL, no refresh on read, and the background sweeper.
+  auto defaults = factory.make({.default_ttl = 1.0, .refresh_on_read = false, .clock = clock});
+  defaults->put({"d"}, "k", json::object());
+  defaults->put({"d"}, "keep", json::object(), 60.0);
+  advance(30);
+  CHECK(defaults->get({"d"}, "k"));
+  advance(31);
+  defaults->start_sweeper(std::chrono::milliseconds(5));
+  for (int i = 0; i < 500 && defaults->swept_total() == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  CHECK(defaults->swept_total() == 1);
+  defaults->stop_sweeper();
+  CHECK_FALSE(defaults->get({"d"}, "k"));
+  CHECK(defaults->get({"d"}, "keep"));
+}
+
+TEST_CASE_TEMPLATE("batch runs operations in order", F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto store = factory.make();
+  std::vector<sg::StoreOp> ops;
+  ops.emplace_back(sg::PutOp{{"b"}, "k", json{{"v", 1}}, std::nullopt});
+  ops.emplace_back(sg::GetOp{{"b"}, "k", std::nullopt});
+  ops.emplace_back(sg::SearchOp{.prefix = {"b"}});
+  ops.emplace_back(sg::PutOp{{"b"}, "k", std::nullopt, std::nullopt});
+  ops.emplace_back(sg::GetOp{{"b"}, "k", std::nullopt});
+  ops.emplace_back(sg::ListNamespacesOp{});
+  const auto results = store->batch(std::move(ops));
+  REQUIRE(results.size() == 6);
+  CHECK(std::holds_alternative<std::monostate>(results[0]));
+  CHECK(std::get<std::optional<sg::Item>>(results[1])->value == json{{"v", 1}});
+  CHECK(std::get<std::vector<sg::SearchItem>>(results[2]).size() == 1);
+  CHECK_FALSE(std::get<std::optional<sg::Item>>(results[4]));
+  CHECK(std::get<std::vector<sg::Namespace>>(results[5]).empty());
+}
+
+TEST_CASE("RocksDbStore: items survive reopening; one process at a time; corruption is named") {
+  sg::test::TempDir dir;
+  const std::string path = dir.sub("store");
+  {
+    auto store = sg::RocksDbStore::open(path);
+    store->put({"users", "u1"}, "profile", {{"name", "Bob"}});
+    try {
+      (void)sg::RocksDbStore::open(path);
+      FAIL("a second open succeeded");
+    } catch (const sg::StoreError& e) {
+      CHECK(e.code() == "store.locked");
+      CHECK(std::string(e.what()).find("in use") != std::string::npos);
+    }
+  }
+  {
+    auto store = sg::RocksDbStore::open(path);
+    CHECK(store->get({"users", "u1"}, "profile")->value["name"] == "Bob");
+  }
+  // Flip bytes of the stored value on disk: the read names the item, nothing is dropped.
+  bool corrupted = false;
+  for (const auto& entry : std::filesystem::directory_iterator(path)) {
+    if (entry.path().extension() != ".log" && entry.path().extension() != ".sst") continue;
+    std::fstream f(entry.path(), std::ios::in | std::ios::out | std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    const auto at = bytes.find("Bob");
+    if (at == std::string::npos) continue;
+    f.seekp(static_cast<std::streamoff>(at));
+    f.write("Rob", 3);
+    corrupted = true;
+  }
+  REQUIRE(corrupted);
+  try {
+    auto store = sg::RocksDbStore::open(path);
+    (void)store->get({"users", "u1"}, "profile");
+    FAIL("the corrupt item was read");
+  } catch (const sg::StoreError& e) {
+    CHECK(e.code() == "store.corrupt");
+  }
+}
