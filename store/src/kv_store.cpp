@@ -10,12 +10,17 @@
 #include <stategraph/store/kv_store.hpp>
 
 #include <fmt/format.h>
+#include <hnswlib/hnswlib.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
 #include <map>
 #include <set>
 #include <shared_mutex>
+#include <unordered_map>
 
 namespace sg {
 namespace {
@@ -24,6 +29,12 @@ using nlohmann::json;
 
 constexpr std::uint8_t kFormatVersion = 1;
 constexpr char kItemRecord = 's';
+constexpr char kVectorRecord = 'x';
+
+std::uint32_t crc_of(std::string_view data) {
+  return static_cast<std::uint32_t>(
+      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
+}
 
 std::int64_t micros_of(StoreClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
@@ -74,50 +85,54 @@ struct Record {
   [[nodiscard]] bool expired(std::int64_t now) const { return expires_at && *expires_at <= now; }
 };
 
-std::uint32_t crc_of(std::string_view data) {
-  return static_cast<std::uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
-}
-
-std::string encode_record(const Record& r) {
-  const json payload = {
-      {"v", r.item.value},
-      {"c",
-       std::chrono::duration_cast<std::chrono::microseconds>(r.item.created_at.time_since_epoch())
-           .count()},
-      {"u",
-       std::chrono::duration_cast<std::chrono::microseconds>(r.item.updated_at.time_since_epoch())
-           .count()},
-      {"e", r.expires_at ? json(*r.expires_at) : json()},
-      {"t", r.ttl_minutes ? json(*r.ttl_minutes) : json()}};
-  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kItemRecord, 0, 0, 0, 0};
-  json::to_cbor(payload, out);
-  const std::uint32_t crc = crc_of(std::string_view(out).substr(8));
-  for (int i = 0; i < 4; ++i)
-    out[4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (i * 8)) & 0xFF);
-  return out;
-}
-
 [[noreturn]] void corrupt(const Namespace& ns, const std::string& key, const std::string& why) {
   throw StoreError(errc::kStoreCorrupt, fmt::format("corrupt store item '{}' in namespace '{}': {}",
                                                     key, join_namespace(ns), why));
 }
 
-Record decode_record(std::string_view data, Namespace ns, std::string key) {
+/// "SG", version, kind, CRC-32, payload.
+std::string seal(char kind, const std::string& payload) {
+  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind, 0, 0, 0, 0};
+  out += payload;
+  const std::uint32_t crc = crc_of(payload);
+  for (int i = 0; i < 4; ++i)
+    out[4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (i * 8)) & 0xFF);
+  return out;
+}
+
+std::string_view unseal(std::string_view data, char kind, const Namespace& ns,
+                        const std::string& key) {
   if (data.size() < 8 || data[0] != 'S' || data[1] != 'G') corrupt(ns, key, "not a store record");
   if (static_cast<std::uint8_t>(data[2]) != kFormatVersion) {
     corrupt(ns, key,
             fmt::format("unknown format version {} (this build reads version {})",
                         static_cast<int>(static_cast<std::uint8_t>(data[2])), kFormatVersion));
   }
-  if (data[3] != kItemRecord) corrupt(ns, key, "not an item record");
+  if (data[3] != kind)
+    corrupt(ns, key, fmt::format("record kind '{}', expected '{}'", data[3], kind));
   std::uint32_t crc = 0;
   for (int i = 3; i >= 0; --i)
     crc = (crc << 8) | static_cast<unsigned char>(data[4 + static_cast<std::size_t>(i)]);
   if (crc != crc_of(data.substr(8))) corrupt(ns, key, "checksum mismatch");
+  return data.substr(8);
+}
+
+std::string encode_record(const Record& r) {
+  const json payload = {{"v", r.item.value},
+                        {"c", micros_of(r.item.created_at)},
+                        {"u", micros_of(r.item.updated_at)},
+                        {"e", r.expires_at ? json(*r.expires_at) : json()},
+                        {"t", r.ttl_minutes ? json(*r.ttl_minutes) : json()}};
+  std::string body;
+  json::to_cbor(payload, body);
+  return seal(kItemRecord, body);
+}
+
+Record decode_record(std::string_view data, Namespace ns, std::string key) {
+  const std::string_view body = unseal(data, kItemRecord, ns, key);
   Record r;
   try {
-    const json p = json::from_cbor(data.substr(8));
+    const json p = json::from_cbor(body);
     r.item.value = p.at("v");
     r.item.created_at = from_micros(p.at("c").get<std::int64_t>());
     r.item.updated_at = from_micros(p.at("u").get<std::int64_t>());
@@ -129,6 +144,57 @@ Record decode_record(std::string_view data, Namespace ns, std::string key) {
   r.item.ns = std::move(ns);
   r.item.key = std::move(key);
   return r;
+}
+
+/// Vectors: u32 count, u32 dims, then count * dims little-endian floats (this machine's order).
+std::string encode_vectors(const std::vector<std::vector<float>>& vectors) {
+  const auto count = static_cast<std::uint32_t>(vectors.size());
+  const auto dims = static_cast<std::uint32_t>(vectors.empty() ? 0 : vectors.front().size());
+  std::string body(8 + std::size_t{count} * dims * sizeof(float), '\0');
+  std::memcpy(body.data(), &count, 4);
+  std::memcpy(body.data() + 4, &dims, 4);
+  std::size_t at = 8;
+  for (const auto& v : vectors) {
+    std::memcpy(body.data() + at, v.data(), v.size() * sizeof(float));
+    at += v.size() * sizeof(float);
+  }
+  return seal(kVectorRecord, body);
+}
+
+std::vector<std::vector<float>> decode_vectors(std::string_view data, const Namespace& ns,
+                                               const std::string& key) {
+  const std::string_view body = unseal(data, kVectorRecord, ns, key);
+  std::uint32_t count = 0;
+  std::uint32_t dims = 0;
+  if (body.size() < 8) corrupt(ns, key, "short vector record");
+  std::memcpy(&count, body.data(), 4);
+  std::memcpy(&dims, body.data() + 4, 4);
+  if (body.size() != 8 + std::size_t{count} * dims * sizeof(float))
+    corrupt(ns, key, "vector record size");
+  std::vector<std::vector<float>> out(count, std::vector<float>(dims));
+  for (std::uint32_t i = 0; i < count; ++i)
+    std::memcpy(out[i].data(), body.data() + 8 + std::size_t{i} * dims * sizeof(float),
+                dims * sizeof(float));
+  return out;
+}
+
+double best_score(const std::vector<std::vector<float>>& vectors, const std::vector<float>& q) {
+  double best = -2;
+  for (const auto& v : vectors) {
+    double dot = 0;
+    for (std::size_t i = 0; i < v.size() && i < q.size(); ++i)
+      dot += static_cast<double>(v[i]) * q[i];
+    best = std::max(best, dot);
+  }
+  return best;
+}
+
+void normalize(std::vector<float>& v) {
+  double norm = 0;
+  for (float x : v) norm += static_cast<double>(x) * x;
+  if (norm <= 0) return;
+  const auto inv = static_cast<float>(1.0 / std::sqrt(norm));
+  for (float& x : v) x *= inv;
 }
 
 std::int64_t ttl_micros(double minutes) {
@@ -154,8 +220,78 @@ bool matches_path(const Namespace& ns, const Namespace& path, bool suffix) {
 
 }  // namespace
 
-KvStore::KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl)
-    : kv_(std::move(backend)), ttl_(std::move(ttl)) {}
+/// The vectors of indexed items, in memory, and an HNSW index once there are many.
+struct KvStore::Vectors {
+  std::shared_mutex mu;
+  std::unordered_map<std::string, std::vector<std::vector<float>>> by_key;  // item key -> vectors
+  std::size_t count = 0;                                                    // vectors in by_key
+  // The approximate index (built when count exceeds IndexConfig::exact_limit).
+  std::unique_ptr<hnswlib::InnerProductSpace> space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
+  std::vector<std::string> label_key;                                       // label -> item key
+  std::unordered_map<std::string, std::vector<hnswlib::labeltype>> labels;  // item key -> labels
+  std::size_t live_labels = 0;
+
+  void add_to_hnsw(const std::string& key, const std::vector<std::vector<float>>& vectors) {
+    for (const auto& v : vectors) {
+      const auto label = static_cast<hnswlib::labeltype>(label_key.size());
+      if (label >= hnsw->max_elements_) hnsw->resizeIndex(std::max<std::size_t>(1024, label * 2));
+      hnsw->addPoint(v.data(), label);
+      label_key.push_back(key);
+      labels[key].push_back(label);
+      ++live_labels;
+    }
+  }
+  void remove_from_hnsw(const std::string& key) {
+    auto it = labels.find(key);
+    if (it == labels.end()) return;
+    for (auto label : it->second) {
+      hnsw->markDelete(label);
+      --live_labels;
+    }
+    labels.erase(it);
+  }
+  /// Replaces the vectors of `key` (none: removes). Caller holds `mu` exclusively.
+  void set(const std::string& key, std::vector<std::vector<float>> vectors) {
+    if (auto it = by_key.find(key); it != by_key.end()) {
+      count -= it->second.size();
+      by_key.erase(it);
+    }
+    if (hnsw) remove_from_hnsw(key);
+    if (vectors.empty()) return;
+    if (hnsw) add_to_hnsw(key, vectors);
+    count += vectors.size();
+    by_key.emplace(key, std::move(vectors));
+  }
+  void build_hnsw(std::size_t dims) {
+    space = std::make_unique<hnswlib::InnerProductSpace>(dims);
+    hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(
+        space.get(), std::max<std::size_t>(1024, count * 2), 16, 200);
+    label_key.clear();
+    labels.clear();
+    live_labels = 0;
+    for (const auto& [key, vectors] : by_key) add_to_hnsw(key, vectors);
+  }
+};
+
+KvStore::KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+                 std::optional<IndexConfig> index)
+    : kv_(std::move(backend)),
+      ttl_(std::move(ttl)),
+      index_(std::move(index)),
+      vectors_(std::make_unique<Vectors>()) {
+  if (!index_) return;
+  if (!index_->embeddings) throw Error(errc::kInvalidArgument, "IndexConfig needs embeddings");
+  kv_->scan(detail::Space::vectors, {}, {}, [&](std::string_view k, std::string_view v) {
+    Namespace ns;
+    std::string key;
+    if (!decode_key(k, ns, key)) return true;
+    auto vectors = decode_vectors(v, ns, key);
+    vectors_->count += vectors.size();
+    vectors_->by_key.emplace(std::string(k), std::move(vectors));
+    return true;
+  });
+}
 
 std::int64_t KvStore::now_micros() const {
   return micros_of(ttl_.clock ? ttl_.clock() : StoreClock::now());
@@ -194,24 +330,48 @@ std::optional<Item> KvStore::do_get(const GetOp& op) {
   const bool refresh = op.refresh_ttl.value_or(ttl_.refresh_on_read);
   std::unique_lock lock(write_mu_, std::defer_lock);
   if (refresh) lock.lock();  // a refresh writes back what it read
-  auto stored = kv_->get(key);
+  auto stored = kv_->get(detail::Space::items, key);
   if (!stored) return std::nullopt;
   Record r = decode_record(*stored, op.ns, op.key);
   const std::int64_t now = now_micros();
   if (r.expired(now)) return std::nullopt;
   if (refresh && r.ttl_minutes) {
     r.expires_at = now + ttl_micros(*r.ttl_minutes);
-    kv_->write({{key, encode_record(r)}});
+    kv_->write({{detail::Space::items, key, encode_record(r)}});
   }
   return std::move(r.item);
+}
+
+std::vector<std::vector<float>> KvStore::embed_item(const PutOp& op) {
+  if (!index_ || !op.value) return {};
+  const auto& fields = op.index ? *op.index : index_->fields;
+  std::vector<std::string> texts;
+  for (const auto& path : fields) {
+    auto found = texts_at_path(*op.value, path);
+    std::move(found.begin(), found.end(), std::back_inserter(texts));
+  }
+  if (texts.empty()) return {};
+  auto vectors = index_->embeddings->embed(texts);
+  const std::size_t dims = index_->embeddings->dims();
+  for (auto& v : vectors) {
+    if (v.size() != dims) {
+      throw Error(errc::kInvalidArgument,
+                  fmt::format("the embeddings returned {} floats, expected {}", v.size(), dims));
+    }
+    normalize(v);
+  }
+  return vectors;
 }
 
 void KvStore::do_put(const PutOp& op) {
   validate_namespace(op.ns);
   const std::string key = item_key(op.ns, op.key);
-  std::lock_guard lock(write_mu_);
   if (!op.value) {
-    kv_->write({{key, std::nullopt}});
+    std::lock_guard lock(write_mu_);
+    kv_->write(
+        {{detail::Space::items, key, std::nullopt}, {detail::Space::vectors, key, std::nullopt}});
+    std::unique_lock vlock(vectors_->mu);
+    vectors_->set(key, {});
     return;
   }
   if (!op.value->is_object()) {
@@ -224,51 +384,153 @@ void KvStore::do_put(const PutOp& op) {
   if (ttl && !(*ttl > 0)) {
     throw Error(errc::kInvalidArgument, fmt::format("ttl must be positive minutes, got {}", *ttl));
   }
+  auto vectors = embed_item(op);  // before any write: a failing embedder changes nothing
+  std::lock_guard lock(write_mu_);
   const std::int64_t now = now_micros();
   Record r;
   r.item.ns = op.ns;
   r.item.key = op.key;
   r.item.value = *op.value;
   r.item.created_at = r.item.updated_at = from_micros(now);
-  if (auto stored = kv_->get(key)) {
+  if (auto stored = kv_->get(detail::Space::items, key)) {
     const Record old = decode_record(*stored, op.ns, op.key);
     if (!old.expired(now)) r.item.created_at = old.item.created_at;
   }
   r.ttl_minutes = ttl;
   if (ttl) r.expires_at = now + ttl_micros(*ttl);
-  kv_->write({{key, encode_record(r)}});
+  std::vector<detail::StoreWrite> writes{{detail::Space::items, key, encode_record(r)}};
+  if (index_) {
+    writes.push_back({detail::Space::vectors, key,
+                      vectors.empty() ? std::nullopt : std::optional(encode_vectors(vectors))});
+  }
+  kv_->write(writes);
+  if (index_) {
+    std::unique_lock vlock(vectors_->mu);
+    vectors_->set(key, std::move(vectors));
+  }
+}
+
+std::optional<std::vector<std::pair<std::string, double>>> KvStore::approximate(
+    const std::vector<float>& query, std::size_t want) {
+  {
+    std::shared_lock lock(vectors_->mu);
+    if (vectors_->count <= index_->exact_limit) return std::nullopt;
+  }
+  std::unique_lock build(vectors_->mu);
+  if (!vectors_->hnsw) vectors_->build_hnsw(index_->embeddings->dims());
+  build.unlock();
+  std::shared_lock lock(vectors_->mu);
+  auto& v = *vectors_;
+  const std::size_t k = std::min(want, v.live_labels);
+  // hnswlib's ef is shared state: serialize searches on it.
+  static std::mutex ef_mu;
+  std::lock_guard ef_lock(ef_mu);
+  v.hnsw->setEf(std::max<std::size_t>(k, 64));
+  auto heap = v.hnsw->searchKnn(query.data(), k);
+  std::vector<std::pair<std::string, double>> out;
+  std::unordered_map<std::string, std::size_t> at;
+  std::vector<std::pair<float, hnswlib::labeltype>> hits;
+  while (!heap.empty()) {
+    hits.push_back(heap.top());
+    heap.pop();
+  }
+  for (auto it = hits.rbegin(); it != hits.rend(); ++it) {  // nearest first
+    const std::string& key = v.label_key[it->second];
+    const double score = 1.0 - static_cast<double>(it->first);
+    if (auto seen = at.find(key); seen != at.end()) {
+      out[seen->second].second = std::max(out[seen->second].second, score);
+      continue;
+    }
+    at.emplace(key, out.size());
+    out.emplace_back(key, score);
+  }
+  return out;
 }
 
 std::vector<SearchItem> KvStore::do_search(const SearchOp& op) {
   if (!op.prefix.empty()) validate_namespace(op.prefix);
   validate_filter(op.filter);
+  if (op.query && !index_) {
+    throw Error(errc::kInvalidArgument,
+                "search with a query needs a store with an IndexConfig (semantic search)");
+  }
   const bool refresh = op.refresh_ttl.value_or(ttl_.refresh_on_read);
   const std::string lower = encode_namespace(op.prefix);
   const std::int64_t now = now_micros();
-  std::vector<Record> found;
-  kv_->scan(lower, prefix_end(lower), [&](std::string_view k, std::string_view v) {
-    Namespace ns;
-    std::string key;
-    if (!decode_key(k, ns, key)) return true;
-    Record r = decode_record(v, std::move(ns), std::move(key));
-    if (r.expired(now)) return true;
-    if (!matches_filter(r.item.value, op.filter)) return true;
-    found.push_back(std::move(r));
-    return true;
-  });
-  // Most recently updated first; ties in key order (the scan's).
-  std::stable_sort(found.begin(), found.end(), [](const Record& a, const Record& b) {
-    return a.item.updated_at > b.item.updated_at;
+  const std::size_t want = op.offset + op.limit;
+  std::vector<float> query;
+  if (op.query) {
+    query = std::move(index_->embeddings->embed({*op.query}).at(0));
+    normalize(query);
+  }
+  struct Hit {
+    Record record;
+    std::optional<double> score;
+  };
+  std::vector<Hit> found;
+  bool complete = false;
+  if (op.query) {
+    // Approximate candidates, widened until a full page survives the prefix and filter.
+    for (std::size_t k = want * 4 + 16;; k *= 4) {
+      auto ranked = approximate(query, k);
+      if (!ranked) break;  // small collection: exact search below
+      found.clear();
+      for (auto& [key, score] : *ranked) {
+        if (key.compare(0, lower.size(), lower) != 0) continue;
+        auto stored = kv_->get(detail::Space::items, key);
+        if (!stored) continue;
+        Namespace ns;
+        std::string item;
+        if (!decode_key(key, ns, item)) continue;
+        Record r = decode_record(*stored, std::move(ns), std::move(item));
+        if (r.expired(now) || !matches_filter(r.item.value, op.filter)) continue;
+        found.push_back({std::move(r), score});
+      }
+      if (found.size() >= want) {
+        complete = true;
+        break;
+      }
+      std::shared_lock lock(vectors_->mu);
+      if (k >= vectors_->live_labels) break;  // everything seen: exact search fills the rest
+    }
+  }
+  if (!complete) {
+    found.clear();
+    std::shared_lock lock(vectors_->mu, std::defer_lock);
+    if (op.query) lock.lock();
+    kv_->scan(detail::Space::items, lower, prefix_end(lower),
+              [&](std::string_view k, std::string_view v) {
+                Namespace ns;
+                std::string key;
+                if (!decode_key(k, ns, key)) return true;
+                Record r = decode_record(v, std::move(ns), std::move(key));
+                if (r.expired(now)) return true;
+                if (!matches_filter(r.item.value, op.filter)) return true;
+                std::optional<double> score;
+                if (op.query) {
+                  auto it = vectors_->by_key.find(std::string(k));
+                  if (it != vectors_->by_key.end()) score = best_score(it->second, query);
+                }
+                found.push_back({std::move(r), score});
+                return true;
+              });
+  }
+  // Best score first (items without vectors last), then most recently updated.
+  std::stable_sort(found.begin(), found.end(), [](const Hit& a, const Hit& b) {
+    if (a.score.has_value() != b.score.has_value()) return a.score.has_value();
+    if (a.score && *a.score != *b.score) return *a.score > *b.score;
+    return a.record.item.updated_at > b.record.item.updated_at;
   });
   std::vector<SearchItem> out;
-  std::vector<std::pair<std::string, std::optional<std::string>>> refreshed;
+  std::vector<detail::StoreWrite> refreshed;
   for (std::size_t i = op.offset; i < found.size() && out.size() < op.limit; ++i) {
-    Record& r = found[i];
+    Record& r = found[i].record;
     if (refresh && r.ttl_minutes) {
       r.expires_at = now + ttl_micros(*r.ttl_minutes);
-      refreshed.emplace_back(item_key(r.item.ns, r.item.key), encode_record(r));
+      refreshed.push_back(
+          {detail::Space::items, item_key(r.item.ns, r.item.key), encode_record(r)});
     }
-    out.push_back(SearchItem{std::move(r.item), std::nullopt});
+    out.push_back(SearchItem{std::move(r.item), found[i].score});
   }
   if (!refreshed.empty()) {
     std::lock_guard lock(write_mu_);
@@ -300,7 +562,7 @@ std::vector<Namespace> KvStore::do_list(const ListNamespacesOp& op) {
   while (true) {
     std::optional<Namespace> next;
     std::string skip_to;
-    kv_->scan(from, upper, [&](std::string_view k, std::string_view v) {
+    kv_->scan(detail::Space::items, from, upper, [&](std::string_view k, std::string_view v) {
       Namespace ns;
       std::string key;
       if (!decode_key(k, ns, key)) return true;
@@ -331,17 +593,23 @@ std::vector<Namespace> KvStore::do_list(const ListNamespacesOp& op) {
 std::size_t KvStore::sweep_expired() {
   const std::int64_t now = now_micros();
   std::lock_guard lock(write_mu_);
-  std::vector<std::pair<std::string, std::optional<std::string>>> erase;
-  kv_->scan({}, {}, [&](std::string_view k, std::string_view v) {
+  std::vector<detail::StoreWrite> erase;
+  kv_->scan(detail::Space::items, {}, {}, [&](std::string_view k, std::string_view v) {
     Namespace ns;
     std::string key;
-    if (decode_key(k, ns, key) && decode_record(v, std::move(ns), std::move(key)).expired(now))
-      erase.emplace_back(std::string(k), std::nullopt);
+    if (decode_key(k, ns, key) && decode_record(v, std::move(ns), std::move(key)).expired(now)) {
+      erase.push_back({detail::Space::items, std::string(k), std::nullopt});
+      erase.push_back({detail::Space::vectors, std::string(k), std::nullopt});
+    }
     return true;
   });
-  if (!erase.empty()) kv_->write(erase);
-  swept_ += erase.size();
-  return erase.size();
+  if (!erase.empty()) {
+    kv_->write(erase);
+    std::unique_lock vlock(vectors_->mu);
+    for (std::size_t i = 0; i < erase.size(); i += 2) vectors_->set(erase[i].key, {});
+  }
+  swept_ += erase.size() / 2;
+  return erase.size() / 2;
 }
 
 void KvStore::start_sweeper(std::chrono::milliseconds interval) {
@@ -382,38 +650,42 @@ namespace {
 
 class MapBackend final : public detail::StoreBackend {
  public:
-  std::optional<std::string> get(std::string_view key) override {
+  std::optional<std::string> get(detail::Space space, std::string_view key) override {
     std::shared_lock lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) return std::nullopt;
+    const auto& map = maps_[static_cast<std::size_t>(space)];
+    auto it = map.find(key);
+    if (it == map.end()) return std::nullopt;
     return it->second;
   }
-  void write(const std::vector<std::pair<std::string, std::optional<std::string>>>& ops) override {
+  void write(const std::vector<detail::StoreWrite>& writes) override {
     std::unique_lock lock(mu_);
-    for (const auto& [key, value] : ops) {
-      if (value) {
-        map_.insert_or_assign(key, *value);
+    for (const auto& w : writes) {
+      auto& map = maps_[static_cast<std::size_t>(w.space)];
+      if (w.value) {
+        map.insert_or_assign(w.key, *w.value);
       } else {
-        map_.erase(key);
+        map.erase(w.key);
       }
     }
   }
-  void scan(std::string_view lower, std::string_view upper,
+  void scan(detail::Space space, std::string_view lower, std::string_view upper,
             const std::function<bool(std::string_view, std::string_view)>& visit) override {
-    std::shared_lock lock(mu_);  // `visit` must not write to this backend
-    auto end = upper.empty() ? map_.end() : map_.lower_bound(upper);
-    for (auto it = map_.lower_bound(lower); it != end; ++it) {
+    std::shared_lock lock(mu_);
+    const auto& map = maps_[static_cast<std::size_t>(space)];
+    auto end = upper.empty() ? map.end() : map.lower_bound(upper);
+    for (auto it = map.lower_bound(lower); it != end; ++it) {
       if (!visit(it->first, it->second)) return;
     }
   }
 
  private:
   std::shared_mutex mu_;
-  std::map<std::string, std::string, std::less<>> map_;
+  std::array<std::map<std::string, std::string, std::less<>>, 2> maps_;
 };
 
 }  // namespace
 
-InMemoryStore::InMemoryStore(TtlConfig ttl) : KvStore(std::make_unique<MapBackend>(), ttl) {}
+InMemoryStore::InMemoryStore(TtlConfig ttl, std::optional<IndexConfig> index)
+    : KvStore(std::make_unique<MapBackend>(), std::move(ttl), std::move(index)) {}
 
 }  // namespace sg

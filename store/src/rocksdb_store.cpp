@@ -30,31 +30,31 @@ class RocksDbStore::Backend final : public detail::StoreBackend {
     delete db_;
   }
 
-  std::optional<std::string> get(std::string_view key) override {
+  std::optional<std::string> get(detail::Space space, std::string_view key) override {
     std::string value;
-    const auto status = db_->Get(rocksdb::ReadOptions(), items(), slice(key), &value);
+    const auto status = db_->Get(rocksdb::ReadOptions(), handle(space), slice(key), &value);
     if (status.IsNotFound()) return std::nullopt;
     if (!status.ok()) fail(status, "reading the store");
     return value;
   }
 
-  void write(const std::vector<std::pair<std::string, std::optional<std::string>>>& ops) override {
+  void write(const std::vector<detail::StoreWrite>& writes) override {
     rocksdb::WriteBatch batch;
-    for (const auto& [key, value] : ops) {
-      const auto s =
-          value ? batch.Put(items(), slice(key), slice(*value)) : batch.Delete(items(), slice(key));
+    for (const auto& w : writes) {
+      const auto s = w.value ? batch.Put(handle(w.space), slice(w.key), slice(*w.value))
+                             : batch.Delete(handle(w.space), slice(w.key));
       if (!s.ok()) fail(s, "building a store write");
     }
     const auto status = db_->Write(write_options_, &batch);
     if (!status.ok()) fail(status, "writing to the store");
   }
 
-  void scan(std::string_view lower, std::string_view upper,
+  void scan(detail::Space space, std::string_view lower, std::string_view upper,
             const std::function<bool(std::string_view, std::string_view)>& visit) override {
     rocksdb::ReadOptions options;
     const rocksdb::Slice hi = slice(upper);
     if (!upper.empty()) options.iterate_upper_bound = &hi;
-    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, items()));
+    std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, handle(space)));
     for (it->Seek(slice(lower)); it->Valid(); it->Next()) {
       const auto k = it->key();
       const auto v = it->value();
@@ -65,7 +65,9 @@ class RocksDbStore::Backend final : public detail::StoreBackend {
   }
 
  private:
-  rocksdb::ColumnFamilyHandle* items() const { return handles_[1]; }
+  rocksdb::ColumnFamilyHandle* handle(detail::Space space) const {
+    return handles_[static_cast<std::size_t>(space) + 1];  // [0] is the default family
+  }
 
   rocksdb::DB* db_;
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;
@@ -81,7 +83,7 @@ std::shared_ptr<RocksDbStore> RocksDbStore::open(const std::string& path,
   rocksdb::ColumnFamilyOptions cf;
   cf.compression = rocksdb::kNoCompression;
   const std::vector<rocksdb::ColumnFamilyDescriptor> families{
-      {rocksdb::kDefaultColumnFamilyName, cf}, {"store", cf}};
+      {rocksdb::kDefaultColumnFamilyName, cf}, {"store", cf}, {"store_vectors", cf}};
   rocksdb::DB* db = nullptr;
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   const auto status = rocksdb::DB::Open(db_options, path, families, &handles, &db);
@@ -95,10 +97,12 @@ std::shared_ptr<RocksDbStore> RocksDbStore::open(const std::string& path,
     fail(status, fmt::format("opening the store database '{}'", path));
   }
   auto backend = std::make_unique<Backend>(db, std::move(handles), options.fsync);
-  return std::shared_ptr<RocksDbStore>(new RocksDbStore(std::move(backend), options.ttl));
+  return std::shared_ptr<RocksDbStore>(
+      new RocksDbStore(std::move(backend), std::move(options.ttl), std::move(options.index)));
 }
 
-RocksDbStore::RocksDbStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl)
-    : KvStore(std::move(backend), ttl) {}
+RocksDbStore::RocksDbStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+                           std::optional<IndexConfig> index)
+    : KvStore(std::move(backend), std::move(ttl), std::move(index)) {}
 
 }  // namespace sg

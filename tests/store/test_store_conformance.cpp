@@ -306,3 +306,154 @@ TEST_CASE("RocksDbStore: items survive reopening; one process at a time; corrupt
     CHECK(e.code() == "store.corrupt");
   }
 }
+
+TEST_CASE("texts_at_path and the offline embedder") {
+  const json v = {{"text", "hello"},
+                  {"n", 3},
+                  {"tags", {"a", "b", "c"}},
+                  {"notes", {{{"body", "x"}}, {{"body", "y"}}, {{"other", 1}}}}};
+  using T = std::vector<std::string>;
+  CHECK(sg::texts_at_path(v, "text") == T{"hello"});
+  CHECK(sg::texts_at_path(v, "n") == T{"3"});
+  CHECK(sg::texts_at_path(v, "tags[0]") == T{"a"});
+  CHECK(sg::texts_at_path(v, "tags[-1]") == T{"c"});
+  CHECK(sg::texts_at_path(v, "tags[*]") == T{"a", "b", "c"});
+  CHECK(sg::texts_at_path(v, "notes[*].body") == T{"x", "y"});
+  CHECK(sg::texts_at_path(v, "missing").empty());
+  CHECK(sg::texts_at_path(v, "tags[9]").empty());
+  CHECK(sg::texts_at_path(v, "$") == T{v.dump()});
+  CHECK_THROWS_WITH_AS((void)sg::texts_at_path(v, "tags[x]"), doctest::Contains("bad index"),
+                       sg::Error);
+  CHECK_THROWS_WITH_AS((void)sg::texts_at_path(v, "tags[0"), doctest::Contains("missing ']'"),
+                       sg::Error);
+
+  sg::HashedNgramEmbeddings embed(64);
+  const auto a = embed.embed(
+      {"I like green tea", "I like green tea", "tea, green: I like!", "quantum chromodynamics"});
+  REQUIRE(a.size() == 4);
+  CHECK(a[0] == a[1]);  // deterministic
+  auto dot = [](const std::vector<float>& x, const std::vector<float>& y) {
+    double d = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) d += static_cast<double>(x[i]) * y[i];
+    return d;
+  };
+  CHECK(dot(a[0], a[0]) == doctest::Approx(1.0));
+  CHECK(dot(a[0], a[2]) > 0.9);  // same words, other order and punctuation
+  CHECK(dot(a[0], a[3]) < dot(a[0], a[2]));
+  CHECK_THROWS_AS(sg::HashedNgramEmbeddings(0), sg::Error);
+}
+
+namespace {
+
+struct IndexedMemory {
+  std::shared_ptr<sg::KvStore> make(sg::IndexConfig index) {
+    return std::make_shared<sg::InMemoryStore>(sg::TtlConfig{}, std::move(index));
+  }
+};
+
+struct IndexedRocks {
+  sg::test::TempDir dir;
+  int n = 0;
+  std::string last;
+  std::shared_ptr<sg::KvStore> make(sg::IndexConfig index) {
+    last = dir.sub("store" + std::to_string(n++));
+    return sg::RocksDbStore::open(last, {.index = std::move(index)});
+  }
+};
+
+sg::IndexConfig text_index(std::size_t exact_limit = 20000) {
+  return sg::IndexConfig{std::make_shared<sg::HashedNgramEmbeddings>(128), {"text"}, exact_limit};
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("semantic search ranks by similarity and combines with filters", F,
+                   IndexedMemory, IndexedRocks) {
+  F factory;
+  auto store = factory.make(text_index());
+  const sg::Namespace ns{"u1", "memories"};
+  store->put(ns, "tea", {{"text", "I like green tea in the morning"}, {"kind", "food"}});
+  store->put(ns, "hike", {{"text", "Went hiking in the mountains"}, {"kind", "sport"}});
+  store->put(ns, "coffee", {{"text", "Coffee is too bitter for me"}, {"kind", "food"}});
+  store->put(ns, "plain", {{"kind", "food"}});  // no "text": no vector
+  store->batch({sg::PutOp{ns, "skip", json{{"text", "green tea again"}, {"kind", "food"}},
+                          std::nullopt, std::vector<std::string>{}}});  // index: none
+
+  auto hits = store->search({.prefix = {"u1"}, .query = "green tea"});
+  REQUIRE(hits.size() == 5);
+  CHECK(hits[0].item.key == "tea");
+  REQUIRE(hits[0].score);
+  CHECK(*hits[0].score > *hits[1].score);
+  CHECK(hits[1].score);
+  CHECK(hits[2].score);
+  CHECK_FALSE(hits[3].score);  // items without vectors come last
+  CHECK_FALSE(hits[4].score);
+
+  auto food =
+      store->search({.prefix = {"u1"}, .filter = {{"kind", "food"}}, .query = "mountain hike"});
+  REQUIRE(food.size() == 4);
+  CHECK(food[0].score);
+  CHECK(std::all_of(food.begin(), food.end(),
+                    [](const sg::SearchItem& h) { return h.item.value["kind"] == "food"; }));
+  CHECK(store->search({.prefix = {"u1"}, .query = "tea", .limit = 2, .offset = 3}).size() == 2);
+
+  // A replaced value is re-embedded; a deleted one is gone from the index.
+  store->put(ns, "hike", {{"text", "green tea ceremony"}, {"kind", "sport"}});
+  CHECK(store->search({.prefix = {"u1"}, .query = "tea ceremony", .limit = 1})[0].item.key ==
+        "hike");
+  store->remove(ns, "hike");
+  CHECK(keys_of(store->search({.prefix = {"u1"}, .query = "tea ceremony", .limit = 1})) ==
+        std::vector<std::string>{"tea"});
+
+  // A store without an index refuses queries.
+  sg::InMemoryStore plain;
+  CHECK_THROWS_WITH_AS((void)plain.search({.query = "x"}), doctest::Contains("needs a store with"),
+                       sg::Error);
+}
+
+TEST_CASE("RocksDbStore: vectors survive reopening") {
+  IndexedRocks factory;
+  {
+    auto store = factory.make(text_index());
+    store->put({"a"}, "tea", {{"text", "green tea"}});
+    store->put({"a"}, "rock", {{"text", "heavy metal music"}});
+  }
+  auto store = sg::RocksDbStore::open(factory.last, {.index = text_index()});
+  auto hits = store->search({.prefix = {"a"}, .query = "metal"});
+  REQUIRE(hits.size() == 2);
+  CHECK(hits[0].item.key == "rock");
+  CHECK(hits[0].score);
+}
+
+TEST_CASE_TEMPLATE("approximate search: recall against exact, and full pages with filters", F,
+                   IndexedMemory, IndexedRocks) {
+  F factory;
+  auto approx = factory.make(text_index(50));  // HNSW above 50 vectors
+  auto exact = std::make_shared<sg::InMemoryStore>(sg::TtlConfig{}, text_index());
+  const std::vector<std::string> words{"tea",   "coffee", "mountain", "river", "music",
+                                       "chess", "garden", "python",   "rust",  "cinema",
+                                       "bread", "violin", "soccer",   "ocean", "winter"};
+  for (int i = 0; i < 300; ++i) {
+    const std::string text = words[static_cast<std::size_t>(i) % words.size()] + " " +
+                             words[static_cast<std::size_t>(i * 7 + 3) % words.size()] + " " +
+                             words[static_cast<std::size_t>(i * 11 + 5) % words.size()] + " note " +
+                             std::to_string(i);
+    const json value = {{"text", text}, {"rare", i % 60 == 0}};
+    approx->put({"docs"}, "d" + std::to_string(i), value);
+    exact->put({"docs"}, "d" + std::to_string(i), value);
+  }
+  std::size_t agree = 0;
+  std::size_t total = 0;
+  for (const auto& q : {"tea mountain", "violin music", "rust python", "ocean winter soccer"}) {
+    const auto a = keys_of(approx->search({.prefix = {"docs"}, .query = q}));
+    const auto e = keys_of(exact->search({.prefix = {"docs"}, .query = q}));
+    REQUIRE(a.size() == 10);
+    for (const auto& k : e) agree += std::count(a.begin(), a.end(), k) > 0 ? 1 : 0;
+    total += e.size();
+  }
+  CHECK(static_cast<double>(agree) / static_cast<double>(total) >= 0.9);
+  // Only 5 items match the filter: all 5 come back, however far the approximate ranking is.
+  const auto rare =
+      approx->search({.prefix = {"docs"}, .filter = {{"rare", true}}, .query = "tea", .limit = 10});
+  CHECK(rare.size() == 5);
+}

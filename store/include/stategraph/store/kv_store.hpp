@@ -17,16 +17,26 @@ namespace sg {
 
 namespace detail {
 
-/// An ordered key-value space with atomic batches. Thread-safe.
+/// The key spaces of a store: items, and the vectors of indexed items.
+enum class Space : std::uint8_t { items = 0, vectors = 1 };
+
+/// A put (value) or an erase (nullopt).
+struct StoreWrite {
+  Space space = Space::items;
+  std::string key{};
+  std::optional<std::string> value{};
+};
+
+/// Ordered key-value spaces with atomic batches. Thread-safe.
 class StoreBackend {
  public:
   virtual ~StoreBackend() = default;
-  [[nodiscard]] virtual std::optional<std::string> get(std::string_view key) = 0;
-  /// Puts (value) and erases (nullopt), all or none.
-  virtual void write(
-      const std::vector<std::pair<std::string, std::optional<std::string>>>& ops) = 0;
+  [[nodiscard]] virtual std::optional<std::string> get(Space space, std::string_view key) = 0;
+  /// Applies every write or none.
+  virtual void write(const std::vector<StoreWrite>& writes) = 0;
   /// Keys in [lower, upper) ascending (upper empty: no bound); stops when `visit` returns false.
-  virtual void scan(std::string_view lower, std::string_view upper,
+  /// `visit` must not write.
+  virtual void scan(Space space, std::string_view lower, std::string_view upper,
                     const std::function<bool(std::string_view, std::string_view)>& visit) = 0;
 };
 
@@ -38,7 +48,9 @@ class StoreBackend {
 /// sweep_expired() deletes them (also run by a background sweeper when started). Thread-safe.
 class KvStore : public Store {
  public:
-  KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl);
+  /// Loads the vectors of indexed items when `index` is given. Throws StoreError on corrupt data.
+  KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+          std::optional<IndexConfig> index);
   ~KvStore() override;
 
   std::vector<StoreResult> batch(std::vector<StoreOp> ops) override;
@@ -58,9 +70,17 @@ class KvStore : public Store {
   std::vector<SearchItem> do_search(const SearchOp& op);
   std::vector<Namespace> do_list(const ListNamespacesOp& op);
   [[nodiscard]] std::int64_t now_micros() const;
+  struct Vectors;
+  std::vector<std::vector<float>> embed_item(const PutOp& op);
+  /// Item keys ranked by similarity (best first) from the HNSW index, or nullopt when exact
+  /// search should answer (a small collection). Returns `want` candidates at least, if any.
+  std::optional<std::vector<std::pair<std::string, double>>> approximate(
+      const std::vector<float>& query, std::size_t want);
 
   std::unique_ptr<detail::StoreBackend> kv_;
   TtlConfig ttl_;
+  std::optional<IndexConfig> index_;
+  std::unique_ptr<Vectors> vectors_;
   std::mutex write_mu_;  // serializes read-modify-write (put keeps created_at; TTL refresh)
   std::mutex sweeper_mu_;
   std::condition_variable sweeper_cv_;
@@ -73,18 +93,20 @@ class KvStore : public Store {
 /// A store in memory (lost with the process). TTL works as in RocksDbStore.
 class InMemoryStore final : public KvStore {
  public:
-  explicit InMemoryStore(TtlConfig ttl = {});
+  explicit InMemoryStore(TtlConfig ttl = {}, std::optional<IndexConfig> index = std::nullopt);
 };
 
 /// Options of RocksDbStore::open.
 struct RocksDbStoreOptions {
   TtlConfig ttl{};
+  /// Semantic search (vectors are stored with the items and loaded at open).
+  std::optional<IndexConfig> index{};
   /// fsync each write (survives power loss; slower).
   bool fsync = false;
 };
 
-/// A store in a RocksDB database directory (column family "store"). A second process opening
-/// the same directory gets StoreError (code "store.locked").
+/// A store in a RocksDB database directory (column families "store" and "store_vectors"). A second
+/// process opening the same directory gets StoreError (code "store.locked").
 class RocksDbStore final : public KvStore {
  public:
   /// Opens or creates the database at `path`. Throws StoreError ("store.locked", "store.io").
@@ -93,7 +115,8 @@ class RocksDbStore final : public KvStore {
 
  private:
   class Backend;
-  RocksDbStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl);
+  RocksDbStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+               std::optional<IndexConfig> index);
 };
 
 }  // namespace sg

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <variant>
@@ -91,12 +92,16 @@ struct PutOp {
   std::optional<nlohmann::json> value{};
   /// Minutes until the item expires (default: TtlConfig::default_ttl; none: never).
   std::optional<double> ttl_minutes{};
+  /// JSON paths to embed for semantic search (default: IndexConfig::fields; empty: none).
+  std::optional<std::vector<std::string>> index{};
 };
 
 struct SearchOp {
   Namespace prefix{};  ///< {} searches everything
   /// Match on JSON paths of the value: {"a.b": 1, "n": {"$gt": 2}, "tags": {"$in": [..]}}.
   nlohmann::json filter{};
+  /// Rank by similarity to this text (needs an IndexConfig); items without vectors come last.
+  std::optional<std::string> query{};
   std::size_t limit = 10;
   std::size_t offset = 0;
   std::optional<bool> refresh_ttl{};
@@ -130,6 +135,45 @@ struct TtlConfig {
   /// The clock for timestamps and expiry (default: the system clock); tests use a fake one.
   std::function<StoreClock::time_point()> clock{};
 };
+
+/// Turns texts into vectors of dims() floats. Implementations must be thread-safe.
+class Embeddings {
+ public:
+  virtual ~Embeddings() = default;
+  [[nodiscard]] virtual std::size_t dims() const noexcept = 0;
+  /// One vector per text. Throws on failure (the store operation fails, nothing is written).
+  [[nodiscard]] virtual std::vector<std::vector<float>> embed(
+      const std::vector<std::string>& texts) = 0;
+};
+
+/// A deterministic offline embedder: lower-cased words and character trigrams hashed into
+/// `dims` signed buckets, L2-normalized. It captures lexical overlap (shared words and word
+/// pieces), not meaning: use a model's embeddings for semantic similarity. Thread-safe.
+class HashedNgramEmbeddings final : public Embeddings {
+ public:
+  explicit HashedNgramEmbeddings(std::size_t dims = 384);
+  [[nodiscard]] std::size_t dims() const noexcept override { return dims_; }
+  [[nodiscard]] std::vector<std::vector<float>> embed(
+      const std::vector<std::string>& texts) override;
+
+ private:
+  std::size_t dims_;
+};
+
+/// Semantic search settings of a store.
+struct IndexConfig {
+  std::shared_ptr<Embeddings> embeddings{};
+  /// JSON paths embedded by default: "$" (the whole value), "a.b", "arr[0]", "arr[-1]",
+  /// "arr[*]" (each element its own vector), "a[*].b".
+  std::vector<std::string> fields{"$"};
+  /// Up to this many vectors, search is exact; above it an HNSW index answers (hnswlib).
+  std::size_t exact_limit = 20000;
+};
+
+/// The texts at a JSON path of `value` (strings as they are, other values as JSON); none when
+/// the path is missing. Throws Error ("argument.invalid") for a malformed path.
+[[nodiscard]] std::vector<std::string> texts_at_path(const nlohmann::json& value,
+                                                     std::string_view path);
 
 /// True when `value` matches `filter` (see SearchOp::filter): plain values and arrays compare by
 /// equality, nested objects match recursively, operators $eq $ne $gt $gte $lt $lte $in $nin.
