@@ -21,6 +21,8 @@
 
 namespace sg {
 
+class Store;  // stategraph/store/store.hpp
+
 class ThreadPool;
 
 /// The entry pseudo-node: `add_edge(sg::START, "first")`.
@@ -265,6 +267,10 @@ struct CompileOptions {
   /// Saves every superstep of every thread (RunConfig::thread_id); a subgraph compiled without
   /// one uses its parent's.
   std::shared_ptr<Checkpointer> checkpointer{};
+  /// Long-term memory nodes reach through Context::store() (sg::InMemoryStore,
+  /// sg::RocksDbStore from <stategraph/store/kv_store.hpp>); a subgraph compiled without one
+  /// uses its parent's.
+  std::shared_ptr<Store> store{};
   /// Stop before / after these nodes ("*" for all).
   std::vector<std::string> interrupt_before{};
   std::vector<std::string> interrupt_after{};

@@ -479,7 +479,8 @@ class CompiledGraph {
       request.input = std::move(input);
     }
     try {
-      RunResult<S> result = run(std::move(request), config, modes.empty() ? nullptr : &spec, saver);
+      RunResult<S> result =
+          run(std::move(request), config, modes.empty() ? nullptr : &spec, saver, hooks.store());
       if (result.interrupted()) {
         throw detail::GraphInterrupt{std::move(result.interrupts)};
       }
@@ -506,8 +507,9 @@ class CompiledGraph {
   }
 
   RunResult<S> run(detail::RunRequest<S>&& request, const RunConfig& config,
-                   detail::StreamSpec<S>* stream, Checkpointer* inherited = nullptr) const {
-    detail::Runner<S> runner(def_, config, stream, inherited);
+                   detail::StreamSpec<S>* stream, Checkpointer* inherited = nullptr,
+                   Store* inherited_store = nullptr) const {
+    detail::Runner<S> runner(def_, config, stream, inherited, inherited_store);
     try {
       return runner.run(std::move(request));
     } catch (detail::ParentCommand&) {
@@ -535,8 +537,8 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
   for (std::size_t i = 0; i <= def->topo.node_count; ++i)
     def->cost_ns[i].store(detail::kUnknownCost);
   if (options.checkpointer && options.recent_threads > 0) {
-    def->recent = std::make_unique<detail::RecentThreads<detail::FinishedThread<S>>>(
-        options.recent_threads);
+    def->recent =
+        std::make_unique<detail::RecentThreads<detail::FinishedThread<S>>>(options.recent_threads);
   }
   def->options = std::move(options);
   return CompiledGraph<S>(std::move(def));

@@ -218,7 +218,7 @@ template <State S>
 class Runner {
  public:
   Runner(std::shared_ptr<const GraphDef<S>> def, const RunConfig& config, StreamSpec<S>* stream,
-         Checkpointer* inherited = nullptr)
+         Checkpointer* inherited = nullptr, Store* inherited_store = nullptr)
       : def_(std::move(def)),
         topo_(def_->topo),
         stream_(stream),
@@ -239,6 +239,7 @@ class Runner {
     changed_.assign(field_count_v<S>, 0);
     saver_ = def_->options.checkpointer ? def_->options.checkpointer.get() : inherited;
     shared_->saver = saver_;
+    shared_->store_ptr = def_->options.store ? def_->options.store.get() : inherited_store;
     if (saver_) {
       if constexpr (!kJsonState<S>) {
         throw Error(errc::kInvalidRun,
