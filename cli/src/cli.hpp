@@ -20,6 +20,10 @@ void add_messages_command(CLI::App& app, Action& action);
 /// database); the chosen operation is stored in `action`.
 void add_threads_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph store <op>` (put, get, delete, search, namespaces over a RocksDbStore
+/// directory); the chosen operation is stored in `action`.
+void add_store_command(CLI::App& app, Action& action);
+
 /// Reads all of stdin as JSON. Throws sg::Error (code "argument.invalid") when it is empty or
 /// not JSON.
 [[nodiscard]] nlohmann::json read_stdin_json();

@@ -1,4 +1,4 @@
-// stategraph: the command-line tool (messages, threads). Errors are one line on stderr and a
+// stategraph: the command-line tool (messages, threads, store). Errors are one line on stderr and a
 // non-zero exit code (1 bad input or failure, 2 bad usage).
 #include <stategraph/core/error.hpp>
 
@@ -41,12 +41,13 @@ std::string one_line(std::string text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"stategraph: state graphs for LLM agents (messages, threads, memory)", "stategraph"};
+  CLI::App app{"stategraph: state graphs for LLM agents (messages, threads, store)", "stategraph"};
   app.set_version_flag("--version", "stategraph 0.1.0");
   app.require_subcommand(1);
   sg::cli::Action action;
   sg::cli::add_messages_command(app, action);
   sg::cli::add_threads_command(app, action);
+  sg::cli::add_store_command(app, action);
 
   try {
     app.parse(argc, argv);
