@@ -457,3 +457,43 @@ TEST_CASE_TEMPLATE("approximate search: recall against exact, and full pages wit
       approx->search({.prefix = {"docs"}, .filter = {{"rare", true}}, .query = "tea", .limit = 10});
   CHECK(rare.size() == 5);
 }
+
+TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemory, IndexedRocks) {
+  F factory;
+  auto store = factory.make(text_index(100));  // the HNSW index comes into play
+  constexpr int kWriters = 3;
+  constexpr int kItems = 80;
+  std::atomic<int> running{kWriters};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < kWriters; ++w) {
+    threads.emplace_back([&, w] {
+      const sg::Namespace ns{"w" + std::to_string(w)};
+      for (int i = 0; i < kItems; ++i) {
+        store->put(ns, "k" + std::to_string(i), {{"text", "item " + std::to_string(i) + " tea"}},
+                   i % 4 == 0 ? std::optional<double>(1e-9) : std::nullopt);  // some expire
+        if (i % 10 == 0) store->remove(ns, "k" + std::to_string(i / 2));
+      }
+      --running;
+    });
+  }
+  threads.emplace_back([&] {
+    while (running.load() > 0) {
+      for (const auto& hit : store->search({.query = "tea item", .limit = 5})) {
+        CHECK(hit.item.value.contains("text"));
+      }
+      (void)store->list_namespaces();
+      (void)store->sweep_expired();
+    }
+  });
+  for (auto& t : threads) t.join();
+  (void)store->sweep_expired();
+  for (int w = 0; w < kWriters; ++w) {
+    const auto all = store->search({.prefix = {"w" + std::to_string(w)}, .limit = 1000});
+    for (const auto& hit : all) {
+      const int i = std::stoi(hit.item.key.substr(1));
+      CHECK(i % 4 != 0);  // expired items are gone
+    }
+    CHECK(store->search({.prefix = {"w" + std::to_string(w)}, .query = "tea", .limit = 1000})
+              .size() == all.size());
+  }
+}
