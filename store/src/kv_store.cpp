@@ -282,6 +282,11 @@ KvStore::KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
       vectors_(std::make_unique<Vectors>()) {
   if (!index_) return;
   if (!index_->embeddings) throw Error(errc::kInvalidArgument, "IndexConfig needs embeddings");
+  if (index_->dims != 0 && index_->dims != index_->embeddings->dims()) {
+    throw Error(errc::kInvalidArgument,
+                fmt::format("IndexConfig dims {} but the embeddings make {}", index_->dims,
+                            index_->embeddings->dims()));
+  }
   kv_->scan(detail::Space::vectors, {}, {}, [&](std::string_view k, std::string_view v) {
     Namespace ns;
     std::string key;

@@ -213,9 +213,9 @@ bool matches_filter(const json& value, const json& filter) {
 }
 
 void Store::put(const Namespace& ns, const std::string& key, nlohmann::json value,
-                std::optional<double> ttl_minutes) {
+                std::optional<double> ttl_minutes, std::optional<std::vector<std::string>> index) {
   std::vector<StoreOp> ops;
-  ops.emplace_back(PutOp{ns, key, std::move(value), ttl_minutes});
+  ops.emplace_back(PutOp{ns, key, std::move(value), ttl_minutes, std::move(index)});
   (void)batch(std::move(ops));
 }
 

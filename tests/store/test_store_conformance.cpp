@@ -497,3 +497,33 @@ TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemor
               .size() == all.size());
   }
 }
+
+TEST_CASE("an embedding function, its dims checked; a failing embedder changes nothing") {
+  int calls = 0;
+  auto fn =
+      std::make_shared<sg::FunctionEmbeddings>(2, [&calls](const std::vector<std::string>& texts) {
+        ++calls;
+        std::vector<std::vector<float>> out;
+        for (const auto& t : texts) {
+          if (t == "boom") throw std::runtime_error("embedding service down");
+          out.push_back({t.find("tea") != std::string::npos ? 1.0f : 0.0f, 1.0f});
+        }
+        return out;
+      });
+  sg::InMemoryStore store({}, sg::IndexConfig{fn, {"text"}, 100, 2});
+  store.put({"a"}, "tea", {{"text", "tea time"}});
+  store.put({"a"}, "other", {{"text", "nothing"}});
+  store.put({"a"}, "both", {{"text", "x"}, {"title", "tea"}}, std::nullopt,
+            std::vector<std::string>{"text", "title"});  // per-put paths
+  CHECK(calls == 3);
+  const auto hits = store.search({.prefix = {"a"}, .query = "tea"});
+  REQUIRE(hits.size() == 3);
+  CHECK(*hits[0].score == doctest::Approx(1.0));
+  CHECK(*hits[1].score == doctest::Approx(1.0));
+  CHECK(*hits[2].score < 0.8);
+  CHECK_THROWS_WITH_AS(store.put({"a"}, "tea", {{"text", "boom"}}),
+                       doctest::Contains("embedding service down"), std::runtime_error);
+  CHECK(store.get({"a"}, "tea")->value["text"] == "tea time");  // the old value stays
+  CHECK_THROWS_WITH_AS(sg::InMemoryStore({}, sg::IndexConfig{fn, {"text"}, 100, 3}),
+                       doctest::Contains("dims 3 but the embeddings make 2"), sg::Error);
+}

@@ -160,6 +160,22 @@ class HashedNgramEmbeddings final : public Embeddings {
   std::size_t dims_;
 };
 
+/// Embeddings from a function (a model client, a test double). Thread-safe if `fn` is.
+class FunctionEmbeddings final : public Embeddings {
+ public:
+  using Fn = std::function<std::vector<std::vector<float>>(const std::vector<std::string>&)>;
+  FunctionEmbeddings(std::size_t dims, Fn fn) : dims_(dims), fn_(std::move(fn)) {}
+  [[nodiscard]] std::size_t dims() const noexcept override { return dims_; }
+  [[nodiscard]] std::vector<std::vector<float>> embed(
+      const std::vector<std::string>& texts) override {
+    return fn_(texts);
+  }
+
+ private:
+  std::size_t dims_;
+  Fn fn_;
+};
+
 /// Semantic search settings of a store.
 struct IndexConfig {
   std::shared_ptr<Embeddings> embeddings{};
@@ -168,6 +184,8 @@ struct IndexConfig {
   std::vector<std::string> fields{"$"};
   /// Up to this many vectors, search is exact; above it an HNSW index answers (hnswlib).
   std::size_t exact_limit = 20000;
+  /// The vector size; 0 takes the embeddings' dims(). A mismatch is an error at construction.
+  std::size_t dims = 0;
 };
 
 /// The texts at a JSON path of `value` (strings as they are, other values as JSON); none when
@@ -194,9 +212,11 @@ class Store {
   virtual std::vector<StoreResult> batch(std::vector<StoreOp> ops) = 0;
 
   /// Inserts or replaces the item (value must be a JSON object; else Error
-  /// "argument.invalid"). created_at is kept on replace.
+  /// "argument.invalid"). created_at is kept on replace. `index`: the JSON paths to embed
+  /// (default: the IndexConfig's fields; empty: not indexed).
   void put(const Namespace& ns, const std::string& key, nlohmann::json value,
-           std::optional<double> ttl_minutes = std::nullopt);
+           std::optional<double> ttl_minutes = std::nullopt,
+           std::optional<std::vector<std::string>> index = std::nullopt);
   /// The item, or nullopt if absent or expired.
   [[nodiscard]] std::optional<Item> get(const Namespace& ns, const std::string& key,
                                         std::optional<bool> refresh_ttl = std::nullopt);
