@@ -10,6 +10,12 @@
 #include <stategraph/store/kv_store.hpp>
 
 #include <fmt/format.h>
+// hnswlib 0.6.2 (Debian 12) prefetches one entry past a neighbour list in its SSE search path
+// (hnswalg.h, searchBaseLayer: *(datal + j + 1)); the read is harmless in practice but
+// AddressSanitizer reports it, so sanitized builds use hnswlib's portable path.
+#if defined(__SANITIZE_ADDRESS__) && !defined(NO_MANUAL_VECTORIZATION)
+#define NO_MANUAL_VECTORIZATION
+#endif
 #include <hnswlib/hnswlib.h>
 #include <zlib.h>
 

@@ -1,0 +1,75 @@
+#pragma once
+
+// A RocksDB database with named column families, shared by RocksDbSaver and RocksDbStore
+// (internal: not part of the public API). Errors are turned into the caller's exceptions.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+}  // namespace rocksdb
+
+namespace sg::detail {
+
+/// What went wrong in RocksDB, for the caller's error type.
+enum class RocksFailure : std::uint8_t { locked, corrupt, io };
+
+/// Throws the caller's exception for a failure; must not return.
+using RocksFail = std::function<void(RocksFailure, const std::string& message)>;
+
+/// One write of a batch: put (value), erase (no value), or erase [key, end) (end).
+struct RocksWrite {
+  std::size_t family = 0;  // index into the families given to open()
+  std::string_view key{};
+  std::optional<std::string_view> value{};
+  std::optional<std::string_view> end{};
+};
+
+/// Options of RocksDb::open.
+struct RocksOpenOptions {
+  bool fsync = false;
+  bool create_if_missing = true;
+  /// Writes come from one writer at a time (skip RocksDB's concurrent-writer machinery).
+  bool single_writer = false;
+  std::size_t write_buffer_bytes = 0;  // 0: RocksDB's default
+};
+
+/// Thread-safe (RocksDB's guarantees).
+class RocksDb {
+ public:
+  /// Opens (or creates) `path` with the column families `families` (plus RocksDB's default).
+  /// A directory another process holds fails with RocksFailure::locked.
+  static std::unique_ptr<RocksDb> open(const std::string& path,
+                                       const std::vector<std::string>& families,
+                                       const RocksOpenOptions& options, RocksFail fail);
+  ~RocksDb();
+  RocksDb(const RocksDb&) = delete;
+  RocksDb& operator=(const RocksDb&) = delete;
+
+  [[nodiscard]] std::optional<std::string> get(std::size_t family, std::string_view key);
+  /// Applies every write or none.
+  void write(const std::vector<RocksWrite>& writes);
+  /// Keys in [lower, upper) (upper empty: no bound), ascending or descending; stops when
+  /// `visit` returns false.
+  void scan(std::size_t family, std::string_view lower, std::string_view upper, bool reverse,
+            const std::function<bool(std::string_view, std::string_view)>& visit);
+  /// Writes memtables to table files.
+  void flush();
+
+ private:
+  RocksDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool fsync,
+          RocksFail fail);
+  rocksdb::DB* db_;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default family
+  bool fsync_;
+  RocksFail fail_;
+};
+
+}  // namespace sg::detail

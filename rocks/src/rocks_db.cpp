@@ -1,0 +1,128 @@
+#include <stategraph/detail/rocks_db.hpp>
+
+#include <fmt/format.h>
+#include <rocksdb/db.h>
+#include <rocksdb/options.h>
+#include <rocksdb/slice.h>
+#include <rocksdb/write_batch.h>
+
+namespace sg::detail {
+namespace {
+
+rocksdb::Slice slice(std::string_view s) {
+  return s.empty() ? rocksdb::Slice("", 0) : rocksdb::Slice(s.data(), s.size());
+}
+
+}  // namespace
+
+std::unique_ptr<RocksDb> RocksDb::open(const std::string& path,
+                                       const std::vector<std::string>& families,
+                                       const RocksOpenOptions& options, RocksFail fail) {
+  rocksdb::DBOptions db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_missing_column_families = true;
+  db_options.wal_recovery_mode = rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  db_options.max_background_jobs = 2;
+  if (options.single_writer) {
+    db_options.allow_concurrent_memtable_write = false;
+    db_options.enable_write_thread_adaptive_yield = false;
+  }
+  rocksdb::ColumnFamilyOptions cf;
+  cf.compression = rocksdb::kNoCompression;
+  if (options.write_buffer_bytes) cf.write_buffer_size = options.write_buffer_bytes;
+  std::vector<rocksdb::ColumnFamilyDescriptor> descriptors{{rocksdb::kDefaultColumnFamilyName, cf}};
+  for (const auto& name : families) descriptors.emplace_back(name, cf);
+  rocksdb::DB* db = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  const auto status = rocksdb::DB::Open(db_options, path, descriptors, &handles, &db);
+  if (!status.ok()) {
+    const bool locked = status.IsIOError() && status.ToString().find("lock") != std::string::npos;
+    fail(locked ? RocksFailure::locked
+                : (status.IsCorruption() ? RocksFailure::corrupt : RocksFailure::io),
+         locked ? fmt::format("'{}' is in use by another process (or already open in this one): {}",
+                              path, status.ToString())
+                : fmt::format("opening '{}': {}", path, status.ToString()));
+  }
+  return std::unique_ptr<RocksDb>(
+      new RocksDb(db, std::move(handles), options.fsync, std::move(fail)));
+}
+
+RocksDb::RocksDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool fsync,
+                 RocksFail fail)
+    : db_(db), handles_(std::move(handles)), fsync_(fsync), fail_(std::move(fail)) {}
+
+RocksDb::~RocksDb() {
+  for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+  delete db_;
+}
+
+std::optional<std::string> RocksDb::get(std::size_t family, std::string_view key) {
+  std::string value;
+  const auto status = db_->Get(rocksdb::ReadOptions(), handles_[family + 1], slice(key), &value);
+  if (status.IsNotFound()) return std::nullopt;
+  if (!status.ok()) {
+    fail_(status.IsCorruption() ? RocksFailure::corrupt : RocksFailure::io,
+          "reading: " + status.ToString());
+  }
+  return value;
+}
+
+void RocksDb::write(const std::vector<RocksWrite>& writes) {
+  std::size_t bytes = 64;
+  for (const auto& w : writes) bytes += w.key.size() + (w.value ? w.value->size() : 0) + 16;
+  rocksdb::WriteBatch batch(bytes);  // one allocation for the whole batch
+  for (const auto& w : writes) {
+    auto* cf = handles_[w.family + 1];
+    const auto s = w.value ? batch.Put(cf, slice(w.key), slice(*w.value))
+                   : w.end ? batch.DeleteRange(cf, slice(w.key), slice(*w.end))
+                           : batch.Delete(cf, slice(w.key));
+    if (!s.ok()) fail_(RocksFailure::io, "building a write batch: " + s.ToString());
+  }
+  rocksdb::WriteOptions options;
+  options.sync = fsync_;
+  const auto status = db_->Write(options, &batch);
+  if (!status.ok()) {
+    fail_(status.IsCorruption() ? RocksFailure::corrupt : RocksFailure::io,
+          "writing: " + status.ToString());
+  }
+}
+
+void RocksDb::scan(std::size_t family, std::string_view lower, std::string_view upper, bool reverse,
+                   const std::function<bool(std::string_view, std::string_view)>& visit) {
+  rocksdb::ReadOptions options;
+  const rocksdb::Slice lo = slice(lower);
+  const rocksdb::Slice hi = slice(upper);
+  if (!lower.empty()) options.iterate_lower_bound = &lo;
+  if (!upper.empty()) options.iterate_upper_bound = &hi;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, handles_[family + 1]));
+  if (!reverse) {
+    if (lower.empty()) {
+      it->SeekToFirst();
+    } else {
+      it->Seek(lo);
+    }
+  } else if (upper.empty()) {
+    it->SeekToLast();
+  } else {
+    it->SeekForPrev(hi);
+    if (it->Valid() && it->key() == hi) it->Prev();
+  }
+  for (; it->Valid(); reverse ? it->Prev() : it->Next()) {
+    const auto k = it->key();
+    const auto v = it->value();
+    if (!visit(std::string_view(k.data(), k.size()), std::string_view(v.data(), v.size()))) return;
+  }
+  if (!it->status().ok()) {
+    fail_(it->status().IsCorruption() ? RocksFailure::corrupt : RocksFailure::io,
+          "scanning: " + it->status().ToString());
+  }
+}
+
+void RocksDb::flush() {
+  rocksdb::FlushOptions options;
+  options.wait = true;
+  const auto status = db_->Flush(options, handles_);
+  if (!status.ok()) fail_(RocksFailure::io, "flushing: " + status.ToString());
+}
+
+}  // namespace sg::detail
