@@ -174,7 +174,7 @@ TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, Memor
                   sg::Error);
 }
 
-TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes; they do not run again", F,
+TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes, they do not run again", F,
                    MemoryFactory, RocksFactory) {
   F factory;
   auto saver = factory.make();

@@ -276,7 +276,7 @@ TEST_CASE("stream modes: values, updates, custom, debug, in order") {
   CHECK(debug[3]["payload"]["result"] == nlohmann::json{{"count", 1}});
 }
 
-TEST_CASE("stream as an iterable; errors reach the loop") {
+TEST_CASE("stream as an iterable, errors reach the loop") {
   sg::StateGraph<Log> g;
   g.add_node("a", [](const Log&) { return item("a"); });
   g.add_node("b", [](const Log&) { return item("b"); });

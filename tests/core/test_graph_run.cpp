@@ -185,7 +185,7 @@ TEST_CASE("add_sequence chains nodes") {
         std::vector<std::string>{"1", "2", "3"});
 }
 
-TEST_CASE("a node that throws: NodeError names the node and the step; siblings finish cleanly") {
+TEST_CASE("a node that throws: NodeError names the node and the step, siblings finish cleanly") {
   std::atomic<int> sibling_runs{0};
   std::atomic<bool> sibling_saw_abort{false};
   sg::StateGraph<Log> g;

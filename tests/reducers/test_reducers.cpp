@@ -110,7 +110,7 @@ TEST_CASE("overwrite bypasses the reducer, once per step") {
   CHECK(messages[0].id == "2");
 }
 
-TEST_CASE("concat appends and keeps slices; several writers fold in order") {
+TEST_CASE("concat appends and keeps slices, several writers fold in order") {
   std::vector<std::string> items;
   const sg::Concat<std::string> concat;
   apply(concat, items,

@@ -94,7 +94,7 @@ TEST_CASE_TEMPLATE("namespace rules on every operation", F, MemoryFactory, Rocks
   CHECK(sg::join_namespace({"a", "b"}) == "a.b");
 }
 
-TEST_CASE_TEMPLATE("values must be objects; bad input changes nothing", F, MemoryFactory,
+TEST_CASE_TEMPLATE("values must be objects, bad input changes nothing", F, MemoryFactory,
                    RocksFactory) {
   F factory;
   auto store = factory.make();
@@ -267,7 +267,7 @@ TEST_CASE_TEMPLATE("batch runs operations in order", F, MemoryFactory, RocksFact
   CHECK(std::get<std::vector<sg::Namespace>>(results[5]).empty());
 }
 
-TEST_CASE("RocksDbStore: items survive reopening; one process at a time; corruption is named") {
+TEST_CASE("RocksDbStore: items survive reopening, one process at a time, corruption is named") {
   sg::test::TempDir dir;
   const std::string path = dir.sub("store");
   {
@@ -498,7 +498,7 @@ TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemor
   }
 }
 
-TEST_CASE("an embedding function, its dims checked; a failing embedder changes nothing") {
+TEST_CASE("an embedding function, its dims checked, a failing embedder changes nothing") {
   int calls = 0;
   auto fn =
       std::make_shared<sg::FunctionEmbeddings>(2, [&calls](const std::vector<std::string>& texts) {

@@ -16,7 +16,7 @@ struct Profile : sg::MessagesState {
 
 }  // namespace
 
-TEST_CASE("nodes read and write the store through their context; subgraphs inherit it") {
+TEST_CASE("nodes read and write the store through their context, subgraphs inherit it") {
   auto store = std::make_shared<sg::InMemoryStore>();
   store->put({"users", "bob"}, "profile", {{"name", "Bob"}});
 
