@@ -156,7 +156,7 @@ std::string uuid_text(const std::vector<std::uint8_t>& bytes) {
   return out;
 }
 
-// Days since 1970-01-01 of a civil date, and back (H. Hinnant's algorithms).
+// Days since 1970-01-01 of a civil date (H. Hinnant's algorithm).
 std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   y -= m <= 2;
   const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
@@ -164,24 +164,6 @@ std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
   const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
   const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
   return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
-}
-
-std::string format_micros(std::int64_t micros) {
-  const std::int64_t seconds = micros >= 0 ? micros / 1000000 : (micros - 999999) / 1000000;
-  const std::int64_t frac = micros - seconds * 1000000;
-  std::int64_t z = (seconds >= 0 ? seconds : seconds - 86399) / 86400;
-  const std::int64_t secs_of_day = seconds - z * 86400;
-  z += 719468;
-  const std::int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-  const auto doe = static_cast<unsigned>(z - era * 146097);
-  const unsigned yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-  const unsigned doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-  const unsigned mp = (5 * doy + 2) / 153;
-  const unsigned d = doy - (153 * mp + 2) / 5 + 1;
-  const unsigned m = mp < 10 ? mp + 3 : mp - 9;
-  const std::int64_t y = static_cast<std::int64_t>(yoe) + era * 400 + (m <= 2);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", y, m, d, secs_of_day / 3600,
-                     secs_of_day / 60 % 60, secs_of_day % 60, frac);
 }
 
 std::optional<std::int64_t> ts_micros(std::string_view ts) {
@@ -204,7 +186,7 @@ std::optional<std::int64_t> ts_micros(std::string_view ts) {
        mi) *
           60'000'000 +
       sec * 1'000'000 + frac;
-  if (format_micros(micros) != ts) return std::nullopt;  // only exact round trips
+  if (iso_timestamp(micros) != ts) return std::nullopt;  // only exact round trips
   return micros;
 }
 
@@ -754,7 +736,7 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
     r.checkpoint.id = id;
     const json& ts = data.at("t");
     r.checkpoint.ts =
-        ts.is_number_integer() ? format_micros(ts.get<std::int64_t>()) : ts.get<std::string>();
+        ts.is_number_integer() ? iso_timestamp(ts.get<std::int64_t>()) : ts.get<std::string>();
     r.checkpoint.channel_versions = data.at("cv").get<ChannelVersions>();
     r.checkpoint.versions_seen = data.at("vs").get<std::map<std::string, ChannelVersions>>();
     r.metadata = data.at("m");

@@ -1,10 +1,7 @@
 #include <stategraph/core/checkpointer.hpp>
 
-#include <fmt/format.h>
-
 #include <atomic>
 #include <chrono>
-#include <ctime>
 #include <mutex>
 #include <random>
 
@@ -58,43 +55,6 @@ std::string new_checkpoint_id(int step) {
   hex(19, clock_seq, 4);
   hex(24, node, 12);
   return id;
-}
-
-std::string iso_timestamp_now() {
-  const auto now = std::chrono::system_clock::now();
-  const auto micros_total =
-      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
-  const std::int64_t seconds = micros_total / 1000000;
-  const std::int64_t day = seconds / 86400;
-  // The date part changes once a day: format it once per thread and day.
-  thread_local std::int64_t cached_day = -1;
-  thread_local std::string date;
-  if (day != cached_day) {
-    const std::time_t t = static_cast<std::time_t>(day * 86400);
-    std::tm utc{};
-    gmtime_r(&t, &utc);
-    date = fmt::format("{:04}-{:02}-{:02}T", utc.tm_year + 1900, utc.tm_mon + 1, utc.tm_mday);
-    cached_day = day;
-  }
-  std::string out = date;  // "YYYY-MM-DDT"
-  out.resize(date.size() + 21);
-  auto put = [&](std::size_t at, std::int64_t value, int digits) {
-    for (int i = digits - 1; i >= 0; --i) {
-      out[at + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
-      value /= 10;
-    }
-  };
-  const std::size_t at = date.size();
-  const std::int64_t of_day = seconds % 86400;
-  put(at, of_day / 3600, 2);
-  out[at + 2] = ':';
-  put(at + 3, (of_day / 60) % 60, 2);
-  out[at + 5] = ':';
-  put(at + 6, of_day % 60, 2);
-  out[at + 8] = '.';
-  put(at + 9, micros_total % 1000000, 6);
-  out.replace(at + 15, 6, "+00:00");
-  return out;
 }
 
 std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<CheckpointPut>& puts) {

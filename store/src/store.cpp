@@ -1,9 +1,9 @@
+#include <stategraph/core/time.hpp>
 #include <stategraph/store/store.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <ctime>
 #include <set>
 
 namespace sg {
@@ -52,19 +52,8 @@ Namespace split_namespace(std::string_view text) {
 }
 
 std::string iso_time(StoreClock::time_point t) {
-  const auto micros =
-      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
-  std::int64_t seconds = micros / 1000000;
-  std::int64_t frac = micros % 1000000;
-  if (frac < 0) {
-    frac += 1000000;
-    --seconds;
-  }
-  const auto tt = static_cast<std::time_t>(seconds);
-  std::tm utc{};
-  gmtime_r(&tt, &utc);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}+00:00", utc.tm_year + 1900,
-                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, frac);
+  return iso_timestamp(
+      std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count());
 }
 
 nlohmann::json to_json(const Item& item) {

@@ -4,6 +4,7 @@
 // sg::InMemorySaver and sg::RocksDbSaver (module sg::checkpoint).
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/time.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -114,9 +115,6 @@ inline constexpr std::string_view kScheduledChannel = "__scheduled__";
 /// A new time-ordered checkpoint id (a UUID version 6 string whose clock sequence encodes
 /// `step`), strictly greater than every id made before in this process. Thread-safe.
 [[nodiscard]] std::string new_checkpoint_id(int step);
-
-/// The current time as ISO-8601 UTC with microseconds ("2026-11-22T03:04:05.123456+00:00").
-[[nodiscard]] std::string iso_timestamp_now();
 
 /// One checkpoint for Checkpointer::put_all: the arguments of a put().
 struct CheckpointPut {
