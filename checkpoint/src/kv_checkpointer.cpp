@@ -11,9 +11,9 @@
 // next while their version stays; larger ones get a blob. Every value is an envelope: "SG",
 // format version, kind, CRC-32 of the payload, CBOR payload.
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
+#include <stategraph/core/detail/record.hpp>
 
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <set>
@@ -104,12 +104,6 @@ std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
   key.append(task_id).push_back('\0');
   append_i64(key, idx);
   return key;
-}
-
-std::uint32_t crc32(std::string_view payload) {
-  return static_cast<std::uint32_t>(::crc32(::crc32(0L, Z_NULL, 0),
-                                            reinterpret_cast<const Bytef*>(payload.data()),
-                                            static_cast<uInt>(payload.size())));
 }
 
 // Compact forms of the two long strings of every record, used only when they round-trip
@@ -248,12 +242,10 @@ class CborWriter {
 /// An envelope whose CBOR payload `write_payload(CborWriter&)` writes.
 template <class Write>
 std::string envelope_with(char kind, Write&& write_payload) {
-  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind, 0, 0, 0, 0};
+  std::string out = detail::record_header(kFormatVersion, kind);
   CborWriter writer(out);
   write_payload(writer);
-  const std::uint32_t crc = crc32(std::string_view(out).substr(8));
-  for (int i = 0; i < 4; ++i)
-    out[4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (i * 8)) & 0xFF);
+  detail::seal_record(out);
   return out;
 }
 
@@ -276,9 +268,9 @@ struct Origin {
 
 json open_envelope(std::string_view data, char expected_kind, const Origin& origin,
                    char* kind_out = nullptr) {
-  if (data.size() < 8 || data[0] != 'S' || data[1] != 'G')
-    corrupt(origin, "not a stategraph record");
-  const auto version = static_cast<std::uint8_t>(data[2]);
+  const auto record = detail::open_record(data);
+  if (!record) corrupt(origin, "not a stategraph record");
+  const std::uint8_t version = record->version;
   if (version != kFormatVersion) {
     throw CheckpointError(
         errc::kCheckpointCorrupt,
@@ -287,17 +279,14 @@ json open_envelope(std::string_view data, char expected_kind, const Origin& orig
             "reads version {})",
             version, origin.what, origin.thread, origin.checkpoint, kFormatVersion));
   }
-  const char kind = data[3];
+  const char kind = record->kind;
   if (kind_out) {
     *kind_out = kind;
   } else if (kind != expected_kind) {
     corrupt(origin, fmt::format("record kind '{}' where '{}' was expected", kind, expected_kind));
   }
-  std::uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i)
-    stored |= static_cast<std::uint32_t>(static_cast<unsigned char>(data[4 + i])) << (i * 8);
-  const std::string_view body = data.substr(8);
-  if (crc32(body) != stored) corrupt(origin, "checksum mismatch");
+  if (!record->intact) corrupt(origin, "checksum mismatch");
+  const std::string_view body = record->payload;
   try {
     return json::from_cbor(body.begin(), body.end());
   } catch (const json::exception& e) {

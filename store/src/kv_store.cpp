@@ -7,6 +7,7 @@
 //          (times in microseconds since the epoch)
 //
 // A namespace prefix is the key range [enc(prefix), enc(prefix) with its last \0 -> \1).
+#include <stategraph/core/detail/record.hpp>
 #include <stategraph/store/kv_store.hpp>
 
 #include <fmt/format.h>
@@ -17,7 +18,6 @@
 #define NO_MANUAL_VECTORIZATION
 #endif
 #include <hnswlib/hnswlib.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <array>
@@ -36,11 +36,6 @@ using nlohmann::json;
 constexpr std::uint8_t kFormatVersion = 1;
 constexpr char kItemRecord = 's';
 constexpr char kVectorRecord = 'x';
-
-std::uint32_t crc_of(std::string_view data) {
-  return static_cast<std::uint32_t>(
-      crc32(0, reinterpret_cast<const Bytef*>(data.data()), static_cast<uInt>(data.size())));
-}
 
 std::int64_t micros_of(StoreClock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
@@ -96,31 +91,26 @@ struct Record {
                                                     key, join_namespace(ns), why));
 }
 
-/// "SG", version, kind, CRC-32, payload.
 std::string seal(char kind, const std::string& payload) {
-  std::string out{'S', 'G', static_cast<char>(kFormatVersion), kind, 0, 0, 0, 0};
+  std::string out = detail::record_header(kFormatVersion, kind);
   out += payload;
-  const std::uint32_t crc = crc_of(payload);
-  for (int i = 0; i < 4; ++i)
-    out[4 + static_cast<std::size_t>(i)] = static_cast<char>((crc >> (i * 8)) & 0xFF);
+  detail::seal_record(out);
   return out;
 }
 
 std::string_view unseal(std::string_view data, char kind, const Namespace& ns,
                         const std::string& key) {
-  if (data.size() < 8 || data[0] != 'S' || data[1] != 'G') corrupt(ns, key, "not a store record");
-  if (static_cast<std::uint8_t>(data[2]) != kFormatVersion) {
+  const auto record = detail::open_record(data);
+  if (!record) corrupt(ns, key, "not a store record");
+  if (record->version != kFormatVersion) {
     corrupt(ns, key,
             fmt::format("unknown format version {} (this build reads version {})",
-                        static_cast<int>(static_cast<std::uint8_t>(data[2])), kFormatVersion));
+                        static_cast<int>(record->version), kFormatVersion));
   }
-  if (data[3] != kind)
-    corrupt(ns, key, fmt::format("record kind '{}', expected '{}'", data[3], kind));
-  std::uint32_t crc = 0;
-  for (int i = 3; i >= 0; --i)
-    crc = (crc << 8) | static_cast<unsigned char>(data[4 + static_cast<std::size_t>(i)]);
-  if (crc != crc_of(data.substr(8))) corrupt(ns, key, "checksum mismatch");
-  return data.substr(8);
+  if (record->kind != kind)
+    corrupt(ns, key, fmt::format("record kind '{}', expected '{}'", record->kind, kind));
+  if (!record->intact) corrupt(ns, key, "checksum mismatch");
+  return record->payload;
 }
 
 std::string encode_record(const Record& r) {
