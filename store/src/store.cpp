@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <set>
+#include <map>
 
 namespace sg {
 
@@ -116,24 +116,55 @@ bool contains(const json& list, const json& target, const std::string& op) {
   return false;
 }
 
-bool apply_operator(const json* target, const std::string& op, const json& operand) {
+enum class Op : std::uint8_t { eq, ne, gt, gte, lt, lte, in, nin };
+
+/// The operator `key` names; an unknown one is a filter error.
+Op parse_operator(const std::string& key) {
+  static const std::map<std::string, Op, std::less<>> ops{
+      {"$eq", Op::eq}, {"$ne", Op::ne},   {"$gt", Op::gt}, {"$gte", Op::gte},
+      {"$lt", Op::lt}, {"$lte", Op::lte}, {"$in", Op::in}, {"$nin", Op::nin}};
+  auto it = ops.find(key);
+  if (it == ops.end()) {
+    bad_filter("unknown operator '" + key + "' (use $eq $ne $gt $gte $lt $lte $in $nin)");
+  }
+  return it->second;
+}
+
+[[noreturn]] void mixed_keys() {
+  bad_filter("operators mixed with plain keys; nest them or use a dotted path");
+}
+
+bool apply_operator(const json* target, const std::string& key, const json& operand) {
   static const json null_value;
   const json& v = target ? *target : null_value;
-  if (op == "$eq") return target && v == operand;
-  if (op == "$ne") return !target || v != operand;
-  if (op == "$in") {
-    const bool found = contains(operand, v, op);
-    return target && found;
-  }
-  if (op == "$nin") return !target || !contains(operand, v, op);
-  const bool gt = op == "$gt", gte = op == "$gte", lt = op == "$lt", lte = op == "$lte";
-  if (!(gt || gte || lt || lte)) {
-    bad_filter("unknown operator '" + op + "' (use $eq $ne $gt $gte $lt $lte $in $nin)");
+  const Op op = parse_operator(key);
+  switch (op) {
+    case Op::eq:
+      return target && v == operand;
+    case Op::ne:
+      return !target || v != operand;
+    case Op::in: {
+      const bool found = contains(operand, v, key);
+      return target && found;
+    }
+    case Op::nin:
+      return !target || !contains(operand, v, key);
+    default:
+      break;
   }
   if (!target) return false;
   const auto c = order(v, operand);
   if (!c) return false;
-  return (gt && *c > 0) || (gte && *c >= 0) || (lt && *c < 0) || (lte && *c <= 0);
+  switch (op) {
+    case Op::gt:
+      return *c > 0;
+    case Op::gte:
+      return *c >= 0;
+    case Op::lt:
+      return *c < 0;
+    default:
+      return *c <= 0;  // Op::lte
+  }
 }
 
 bool matches(const json* target, const json& condition) {
@@ -142,9 +173,7 @@ bool matches(const json* target, const json& condition) {
                                        [](const auto& kv) { return kv.key().rfind('$', 0) == 0; });
     if (operators) {
       for (const auto& [op, operand] : condition.items()) {
-        if (op.rfind('$', 0) != 0) {
-          bad_filter("'" + op + "' mixed with operators; nest it or use a dotted path");
-        }
+        if (op.rfind('$', 0) != 0) mixed_keys();
         if (!apply_operator(target, op, operand)) return false;
       }
       return true;
@@ -158,10 +187,6 @@ bool matches(const json* target, const json& condition) {
   return target && *target == condition;
 }
 
-}  // namespace
-
-namespace {
-
 void validate_condition(const json& condition) {
   if (!condition.is_object()) return;
   bool operators = false;
@@ -169,19 +194,14 @@ void validate_condition(const json& condition) {
   for (const auto& [key, sub] : condition.items()) {
     if (key.rfind('$', 0) == 0) {
       operators = true;
-      static const std::set<std::string> known{"$eq", "$ne",  "$gt", "$gte",
-                                               "$lt", "$lte", "$in", "$nin"};
-      if (!known.count(key)) {
-        bad_filter("unknown operator '" + key + "' (use $eq $ne $gt $gte $lt $lte $in $nin)");
-      }
-      if ((key == "$in" || key == "$nin") && !sub.is_array()) bad_filter(key + " needs an array");
+      const Op op = parse_operator(key);
+      if ((op == Op::in || op == Op::nin) && !sub.is_array()) bad_filter(key + " needs an array");
     } else {
       plain = true;
       validate_condition(sub);
     }
   }
-  if (operators && plain)
-    bad_filter("operators mixed with plain keys; nest them or use a dotted path");
+  if (operators && plain) mixed_keys();
 }
 
 }  // namespace
