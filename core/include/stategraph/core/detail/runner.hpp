@@ -306,7 +306,7 @@ class Runner {
         if constexpr (kJsonState<S>) start_input_ = update_to_json(*request.input);
         // The input checkpoint is stored with the next one, in one write: no node runs between.
         hold_puts_ = true;
-        save_checkpoint("input", {});
+        save_checkpoint("input");
         hold_puts_ = false;
       } else if (!saver_) {
         step_ = -1;
@@ -333,7 +333,7 @@ class Runner {
       if (!shared_->cfg.checkpoint_id.empty() && !request.resume) {
         // Time travel: replay from an older checkpoint on a new branch; its saved writes are stale.
         resumed_writes_.clear();
-        save_checkpoint("fork", {});
+        save_checkpoint("fork");
       } else {
         skip_breakpoint = resumed_writes_.count(std::string(kRunTaskId)) > 0;
       }
@@ -437,7 +437,7 @@ class Runner {
     if (loaded) restore(*loaded);
     if (as_node && *as_node == "__copy__") {
       if (!loaded) throw Error(errc::kInvalidRun, "there is no checkpoint to copy");
-      save_checkpoint("fork", {});
+      save_checkpoint("fork");
       finish_persisting();
       return stored_;
     }
@@ -467,7 +467,7 @@ class Runner {
       tasks_[0].output.emplace(Command<S>{std::move(values), {}, {}, {}});
       finish_step();
     }
-    save_checkpoint("update", {});
+    save_checkpoint("update");
     finish_persisting();
     return stored_;
   }
@@ -1378,7 +1378,7 @@ class Runner {
   }
 
   /// After a superstep: a "loop" checkpoint.
-  void save_step() { save_checkpoint("loop", {}); }
+  void save_step() { save_checkpoint("loop"); }
 
   /// Before the first checkpoint on top of an explicitly chosen (maybe older) checkpoint: new
   /// versions must exceed every version of the thread, or the new branch would overwrite values
@@ -1398,7 +1398,7 @@ class Runner {
 
   /// Records a checkpoint of the run's current state (stored now, in the background, or at the
   /// end, by durability).
-  void save_checkpoint(const char* source, const std::vector<int>& /*unused*/) {
+  void save_checkpoint(const char* source) {
     if (!saver_) return;
     if constexpr (kJsonState<S>) {
       if (above_thread_versions_) raise_to_thread_versions();
@@ -1598,7 +1598,7 @@ class Runner {
       });
     }
     for (Goto& go : go_to) follow(go, "the resuming Command");
-    save_checkpoint("update", {});
+    save_checkpoint("update");
   }
 
   // ------------------------------------------------------------------ streaming
