@@ -16,6 +16,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <bit>
+#include <limits>
 #include <set>
 
 namespace sg {
@@ -180,7 +183,10 @@ std::optional<std::int64_t> ts_micros(std::string_view ts) {
        mi) *
           60'000'000 +
       sec * 1'000'000 + frac;
-  if (iso_timestamp(micros) != ts) return std::nullopt;  // only exact round trips
+  std::array<char, kIsoTimestampSize> formatted;  // only exact round trips
+  if (!iso_timestamp_to(micros, formatted) ||
+      std::string_view(formatted.data(), formatted.size()) != ts)
+    return std::nullopt;
   return micros;
 }
 
@@ -202,7 +208,55 @@ class CborWriter {
       head(1, static_cast<std::uint64_t>(-(v + 1)));
     }
   }
-  void value(const json& j) { json::to_cbor(j, out_); }
+  /// A JSON value, as json::to_cbor() writes it, appended in place.
+  void value(const json& j) {
+    switch (j.type()) {
+      case json::value_t::null:
+      case json::value_t::discarded:
+        out_.push_back(static_cast<char>(0xF6));
+        break;
+      case json::value_t::boolean:
+        out_.push_back(static_cast<char>(j.get_ref<const json::boolean_t&>() ? 0xF5 : 0xF4));
+        break;
+      case json::value_t::number_integer:
+        integer(j.get_ref<const json::number_integer_t&>());
+        break;
+      case json::value_t::number_unsigned:
+        head(0, j.get_ref<const json::number_unsigned_t&>());
+        break;
+      case json::value_t::number_float:
+        real(j.get_ref<const json::number_float_t&>());
+        break;
+      case json::value_t::string:
+        text(j.get_ref<const json::string_t&>());
+        break;
+      case json::value_t::array:
+        array(j.size());
+        for (const json& item : j) value(item);
+        break;
+      case json::value_t::object:
+        map(j.size());
+        for (const auto& [key, item] : j.items()) {
+          text(key);
+          value(item);
+        }
+        break;
+      case json::value_t::binary: {
+        const auto& b = j.get_binary();
+        if (b.has_subtype()) {  // a tag of at least one byte, as json::to_cbor() writes it
+          if (b.subtype() < 24) {
+            out_.push_back(static_cast<char>(0xD8));
+            out_.push_back(static_cast<char>(b.subtype()));
+          } else {
+            head(6, b.subtype());
+          }
+        }
+        head(2, b.size());
+        out_.append(reinterpret_cast<const char*>(b.data()), b.size());
+        break;
+      }
+    }
+  }
   /// An already encoded item.
   void raw(std::string_view item) { out_.append(item); }
   void bytes(std::string_view b) {
@@ -218,11 +272,27 @@ class CborWriter {
   }
 
  private:
+  /// A float as a 32-bit float when that is exact, else 64-bit (as json::to_cbor()).
+  void real(double d) {
+    const bool exact32 = d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
+                         d <= static_cast<double>(std::numeric_limits<float>::max()) &&
+                         static_cast<double>(static_cast<float>(d)) == d;
+    if (exact32) {
+      out_.push_back(static_cast<char>(0xFA));
+      big_endian(std::bit_cast<std::uint32_t>(static_cast<float>(d)), 4);
+    } else {
+      out_.push_back(static_cast<char>(0xFB));
+      big_endian(std::bit_cast<std::uint64_t>(d), 8);
+    }
+  }
+  void big_endian(std::uint64_t n, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) out_.push_back(static_cast<char>((n >> (i * 8)) & 0xFF));
+  }
   void head(std::uint8_t major, std::uint64_t n) {
     const auto m = static_cast<std::uint8_t>(major << 5);
     auto put = [&](std::uint8_t info, int bytes) {
       out_.push_back(static_cast<char>(m | info));
-      for (int i = bytes - 1; i >= 0; --i) out_.push_back(static_cast<char>((n >> (i * 8)) & 0xFF));
+      big_endian(n, bytes);
     };
     if (n < 24) {
       put(static_cast<std::uint8_t>(n), 0);
@@ -241,8 +311,8 @@ class CborWriter {
 
 /// An envelope whose CBOR payload `write_payload(CborWriter&)` writes.
 template <class Write>
-std::string envelope_with(char kind, Write&& write_payload) {
-  std::string out = detail::record_header(kFormatVersion, kind);
+std::string envelope_with(char kind, Write&& write_payload, std::size_t capacity = 256) {
+  std::string out = detail::record_header(kFormatVersion, kind, capacity);
   CborWriter writer(out);
   write_payload(writer);
   detail::seal_record(out);
@@ -331,7 +401,8 @@ void write_view(CborWriter& w, const Ranges& ranges) {
 
 /// An envelope around an encoded CBOR payload.
 std::string envelope_of_cbor(char kind, std::string_view body) {
-  return envelope_with(kind, [&](CborWriter& w) { w.raw(body); });
+  return envelope_with(
+      kind, [&](CborWriter& w) { w.raw(body); }, detail::kRecordHeaderSize + body.size());
 }
 
 /// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.
@@ -529,20 +600,21 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   // A new value: in the record if small, else in a blob.
   auto store = [&](const std::string& channel, std::int64_t version, char kind,
                    auto&& write_value) {
-    std::string body;
-    CborWriter body_writer(body);
-    write_value(body_writer);
-    if (body.size() <= kInlineMaxBytes && !body.empty()) {
-      std::string item;
-      CborWriter w(item);
-      w.array(3);
-      w.integer(version);
-      w.text(std::string_view(&kind, 1));
-      w.raw(body);
-      values[channel] = InlineValue{version, std::make_shared<const std::string>(std::move(item))};
+    // The inline item [version, kind, value]; its value part is the blob's body if too large.
+    auto item = std::make_shared<std::string>();
+    item->reserve(kInlineMaxBytes + 16);
+    CborWriter w(*item);
+    w.array(3);
+    w.integer(version);
+    w.text(std::string_view(&kind, 1));
+    const std::size_t body_at = item->size();
+    write_value(w);
+    const std::size_t body_size = item->size() - body_at;
+    if (body_size <= kInlineMaxBytes && body_size > 0) {
+      values[channel] = InlineValue{version, std::move(item)};
     } else {
       batch.push_back({KvOp::Kind::put, Column::blobs, blob_key(prefix, channel, version),
-                       envelope_of_cbor(kind, body)});
+                       envelope_of_cbor(kind, std::string_view(*item).substr(body_at))});
       values[channel] = InlineValue{version, nullptr};  // "in a blob", for the caches only
     }
   };
@@ -594,45 +666,53 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
     staged.views[log] = {version, std::move(ranges)};
   }
 
-  const json& meta = metadata.is_null() ? json::object() : metadata;
+  static const json kNoMetadata = json::object();
+  const json& meta = metadata.is_null() ? kNoMetadata : metadata;  // no copy
+  std::size_t capacity = 256;  // the record without its inline values, usually
+  for (const auto& [channel, v] : values) {
+    if (v.item) capacity += channel.size() + v.item->size() + 2;
+  }
   batch.push_back({KvOp::Kind::put, Column::checkpoints, prefix + checkpoint.id,
-                   envelope_with(kRecord, [&](CborWriter& w) {
-                     // Short keys; the id is the key's. See docs/checkpoint-format.md.
-                     w.map(7);
-                     w.text("v");
-                     w.integer(checkpoint.v);
-                     w.text("t");
-                     if (auto micros = ts_micros(checkpoint.ts)) {
-                       w.integer(*micros);
-                     } else {
-                       w.text(checkpoint.ts);
-                     }
-                     w.text("cv");
-                     w.versions(checkpoint.channel_versions);
-                     w.text("vs");
-                     w.map(checkpoint.versions_seen.size());
-                     for (const auto& [node, seen] : checkpoint.versions_seen) {
-                       w.text(node);
-                       w.versions(seen);
-                     }
-                     w.text("m");
-                     w.value(meta);
-                     w.text("p");
-                     if (auto bytes = uuid_bytes(config.checkpoint_id)) {
-                       w.bytes(*bytes);
-                     } else {
-                       w.text(config.checkpoint_id);
-                     }
-                     w.text("x");
-                     w.map(static_cast<std::size_t>(
-                         std::count_if(values.begin(), values.end(),
-                                       [](const auto& v) { return v.second.item != nullptr; })));
-                     for (const auto& [channel, v] : values) {
-                       if (!v.item) continue;
-                       w.text(channel);
-                       w.raw(*v.item);
-                     }
-                   })});
+                   envelope_with(
+                       kRecord,
+                       [&](CborWriter& w) {
+                         // Short keys; the id is the key's. See docs/checkpoint-format.md.
+                         w.map(7);
+                         w.text("v");
+                         w.integer(checkpoint.v);
+                         w.text("t");
+                         if (auto micros = ts_micros(checkpoint.ts)) {
+                           w.integer(*micros);
+                         } else {
+                           w.text(checkpoint.ts);
+                         }
+                         w.text("cv");
+                         w.versions(checkpoint.channel_versions);
+                         w.text("vs");
+                         w.map(checkpoint.versions_seen.size());
+                         for (const auto& [node, seen] : checkpoint.versions_seen) {
+                           w.text(node);
+                           w.versions(seen);
+                         }
+                         w.text("m");
+                         w.value(meta);
+                         w.text("p");
+                         if (auto bytes = uuid_bytes(config.checkpoint_id)) {
+                           w.bytes(*bytes);
+                         } else {
+                           w.text(config.checkpoint_id);
+                         }
+                         w.text("x");
+                         w.map(static_cast<std::size_t>(std::count_if(
+                             values.begin(), values.end(),
+                             [](const auto& v) { return v.second.item != nullptr; })));
+                         for (const auto& [channel, v] : values) {
+                           if (!v.item) continue;
+                           w.text(channel);
+                           w.raw(*v.item);
+                         }
+                       },
+                       capacity)});
   auto& newest = staged.latest[prefix];
   if (newest < checkpoint.id) newest = checkpoint.id;
   staged.inlines[prefix] = {checkpoint.id, std::move(values)};

@@ -2,6 +2,8 @@
 
 #include <zlib.h>
 
+#include <algorithm>
+
 namespace sg::detail {
 namespace {
 
@@ -13,8 +15,11 @@ std::uint32_t crc_of(std::string_view data) {
 
 }  // namespace
 
-std::string record_header(std::uint8_t version, char kind) {
-  return std::string{'S', 'G', static_cast<char>(version), kind, 0, 0, 0, 0};
+std::string record_header(std::uint8_t version, char kind, std::size_t capacity) {
+  std::string out;
+  out.reserve(std::max(capacity, kRecordHeaderSize));
+  out.append({'S', 'G', static_cast<char>(version), kind, 0, 0, 0, 0});
+  return out;
 }
 
 void seal_record(std::string& record) {

@@ -2,18 +2,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <ctime>
+#include <string_view>
 
 namespace sg {
 
-std::string iso_timestamp(std::int64_t micros) {
-  // Floor division, so that times before the epoch format correctly.
-  std::int64_t seconds = micros / 1000000;
-  if (micros % 1000000 < 0) --seconds;
-  std::int64_t day = seconds / 86400;
-  if (seconds % 86400 < 0) --day;
-  // The date part changes once a day: format it once per thread and day.
+namespace {
+
+/// "YYYY-MM-DDT" of a day since the epoch; it changes once a day, so it is formatted once per
+/// thread and day.
+const std::string& date_of(std::int64_t day) {
   thread_local std::int64_t cached_day = -1;
   thread_local bool cached = false;
   thread_local std::string date;
@@ -25,9 +26,16 @@ std::string iso_timestamp(std::int64_t micros) {
     cached_day = day;
     cached = true;
   }
-  std::string out = date;  // "YYYY-MM-DDT"
-  const std::size_t at = out.size();
-  out.resize(at + 21);
+  return date;
+}
+
+/// "HH:MM:SS.ffffff+00:00" (21 characters) into `out`; `day` gets the day since the epoch.
+void write_time_of_day(std::int64_t micros, char* out, std::int64_t& day) {
+  // Floor division, so that times before the epoch format correctly.
+  std::int64_t seconds = micros / 1000000;
+  if (micros % 1000000 < 0) --seconds;
+  day = seconds / 86400;
+  if (seconds % 86400 < 0) --day;
   auto put = [&](std::size_t pos, std::int64_t value, int digits) {
     for (int i = digits - 1; i >= 0; --i) {
       out[pos + static_cast<std::size_t>(i)] = static_cast<char>('0' + value % 10);
@@ -35,15 +43,36 @@ std::string iso_timestamp(std::int64_t micros) {
     }
   };
   const std::int64_t of_day = seconds - day * 86400;
-  put(at, of_day / 3600, 2);
-  out[at + 2] = ':';
-  put(at + 3, (of_day / 60) % 60, 2);
-  out[at + 5] = ':';
-  put(at + 6, of_day % 60, 2);
-  out[at + 8] = '.';
-  put(at + 9, micros - seconds * 1000000, 6);
-  out.replace(at + 15, 6, "+00:00");
-  return out;
+  put(0, of_day / 3600, 2);
+  out[2] = ':';
+  put(3, (of_day / 60) % 60, 2);
+  out[5] = ':';
+  put(6, of_day % 60, 2);
+  out[8] = '.';
+  put(9, micros - seconds * 1000000, 6);
+  constexpr std::string_view kUtc = "+00:00";
+  std::copy(kUtc.begin(), kUtc.end(), out + 15);
+}
+
+constexpr std::size_t kDateSize = 11;
+
+}  // namespace
+
+bool iso_timestamp_to(std::int64_t micros, std::span<char, kIsoTimestampSize> out) {
+  std::int64_t day = 0;
+  write_time_of_day(micros, out.data() + kDateSize, day);
+  const std::string& date = date_of(day);
+  if (date.size() != kDateSize) return false;
+  std::copy(date.begin(), date.end(), out.begin());
+  return true;
+}
+
+std::string iso_timestamp(std::int64_t micros) {
+  std::array<char, kIsoTimestampSize> out;
+  if (iso_timestamp_to(micros, out)) return std::string(out.data(), out.size());
+  std::int64_t day = 0;  // a year outside 0000-9999: a longer date
+  write_time_of_day(micros, out.data() + kDateSize, day);
+  return date_of(day) + std::string(out.data() + kDateSize, out.size() - kDateSize);
 }
 
 std::string iso_timestamp_now() {

@@ -8,6 +8,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <set>
 
@@ -117,6 +119,39 @@ TEST_CASE_TEMPLATE("put", F, MemoryFactory, RocksFactory) {
     CHECK(t->checkpoint.channel_values == json{{"msg", "hello"}});
     CHECK(t->metadata["source"] == "input");
     CHECK(t->metadata["step"] == -1);
+  }
+  SUBCASE("every JSON kind reads back equal, in a record, in a blob and in metadata") {
+    const json kinds{{"null", nullptr},
+                     {"true", true},
+                     {"false", false},
+                     {"zero", 0},
+                     {"small", 23},
+                     {"byte", 24},
+                     {"negative", -1},
+                     {"min", std::numeric_limits<std::int64_t>::min()},
+                     {"max_unsigned", std::numeric_limits<std::uint64_t>::max()},
+                     {"float32_exact", 1.5},
+                     {"float64", 0.1},
+                     {"huge", 1e300},
+                     {"negative_zero", -0.0},
+                     {"text", "caf\xC3\xA9"},
+                     {"empty_text", ""},
+                     {"array", {1, "two", nullptr, {3.25}}},
+                     {"empty_array", json::array()},
+                     {"object", {{"nested", {{"deep", false}}}}},
+                     {"empty_object", json::object()}};
+    const json big{{"padding", std::string(400, 'x')}, {"kinds", kinds}};
+    auto c = checkpoint({{"small", kinds}, {"big", big}}, {{"small", 1}, {"big", 1}});
+    const auto stored = saver->put(config(tid), c, metadata("loop", 0, {{"kinds", kinds}}),
+                                   {{"small", 1}, {"big", 1}});
+    auto t = saver->get_tuple(stored);
+    REQUIRE(t);
+    CHECK(t->checkpoint.channel_values["small"] == kinds);
+    CHECK(t->checkpoint.channel_values["big"] == big);
+    CHECK(t->metadata["kinds"] == kinds);
+    const json& small = t->checkpoint.channel_values["small"];
+    CHECK(std::signbit(small["negative_zero"].get<double>()));
+    CHECK(small["max_unsigned"].get<std::uint64_t>() == std::numeric_limits<std::uint64_t>::max());
   }
   SUBCASE("preserves values, versions, versions_seen, metadata, run_id") {
     auto c = checkpoint({{"str_val", "hello"},

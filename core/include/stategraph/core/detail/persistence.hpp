@@ -73,11 +73,18 @@ concept TrackedListReducer = CachedReducer<R> &&
 template <class List>
 nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
                                  std::int64_t base_version) {
-  nlohmann::json items = nlohmann::json::array();
+  // Built in place: initializer lists would copy the items.
+  nlohmann::json out(nlohmann::json::value_t::object);
+  nlohmann::json& spec = out["$messages"];
+  spec = nlohmann::json(nlohmann::json::value_t::object);
+  nlohmann::json& items = spec["items"];
+  items = nlohmann::json(nlohmann::json::value_t::array);
   if (base_version < 0 || origin.size() != list.size()) {
+    items.get_ref<nlohmann::json::array_t&>().reserve(list.size());
     for (const auto& element : list) items.push_back(nlohmann::json(element));
-    return nlohmann::json{{"$messages", {{"items", std::move(items)}}}};
+    return out;
   }
+  spec["base"] = base_version;
   // O(changes since the base): the untouched run is one range.
   std::int64_t run_from = origin.head_length() ? origin.head_from() : -1;
   std::int64_t run_to = run_from + static_cast<std::int64_t>(origin.head_length());
@@ -100,7 +107,7 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
     }
   }
   close_run();
-  return nlohmann::json{{"$messages", {{"base", base_version}, {"items", std::move(items)}}}};
+  return out;
 }
 
 /// How long a checkpoint of durability "async" may stay queued while steps run. Checkpoints
@@ -207,7 +214,12 @@ class AsyncWriter {
         std::function<void()> work;
         while (!jobs.empty() && budget > 0 && jobs.front().index() == 0) {
           auto& more = std::get<0>(jobs.front());
-          std::move(more.begin(), more.end(), std::back_inserter(puts));
+          if (puts.empty()) {
+            puts = std::move(more);
+            puts.reserve(queued_puts);
+          } else {
+            std::move(more.begin(), more.end(), std::back_inserter(puts));
+          }
           jobs.pop_front();
           --budget;
         }

@@ -12,8 +12,9 @@ namespace sg::detail {
 
 inline constexpr std::size_t kRecordHeaderSize = 8;
 
-/// A buffer holding a record header; append the payload, then call seal_record().
-[[nodiscard]] std::string record_header(std::uint8_t version, char kind);
+/// A buffer holding a record header, with room for `capacity` bytes in all; append the payload,
+/// then call seal_record().
+[[nodiscard]] std::string record_header(std::uint8_t version, char kind, std::size_t capacity = 0);
 
 /// Fills in the CRC of everything after the header.
 void seal_record(std::string& record);

@@ -1108,13 +1108,15 @@ class Runner {
     return true;
   }
 
-  /// Keeps the thread's final state for the next run (after a run that finished normally).
+  /// Keeps the thread's final state for the next run (after a run that finished normally). The
+  /// last use of the run's bookkeeping: it moves away; the state is copied (the run returns it).
   void remember_finished() {
     if (!recent_applies() || pending_start_ || stored_.checkpoint_id.empty()) return;
     if constexpr (std::is_copy_constructible_v<S>) {
-      def_->recent->put(shared_->cfg.thread_id,
-                        FinishedThread<S>{stored_.checkpoint_id, state_, caches_, versions_,
-                                          versions_seen_, saved_step_});
+      def_->recent->put(
+          shared_->cfg.thread_id,
+          FinishedThread<S>{stored_.checkpoint_id, state_, std::move(caches_), std::move(versions_),
+                            std::move(versions_seen_), saved_step_});
     }
   }
 
