@@ -530,6 +530,10 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
   def->spec = spec_;
   def->spec.name = options.name;
   def->topo = detail::compile_topology(spec_, options.interrupt_before, options.interrupt_after);
+  for (const auto& name : def->topo.names)
+    def->branch_channels.push_back(detail::branch_channel(name));
+  for (const auto& join : def->topo.joins)
+    def->join_channels.push_back(detail::join_channel(def->topo, join));
   def->nodes = nodes_;
   def->routers = routers_;
   def->pool = options.pool ? options.pool : ThreadPool::shared();

@@ -82,6 +82,10 @@ struct GraphDef {
   std::unique_ptr<std::atomic<std::uint32_t>[]> cost_ns;
   /// Threads recently finished by runs with options.checkpointer (CompileOptions::recent_threads).
   std::unique_ptr<RecentThreads<FinishedThread<S>>> recent;
+  /// The checkpoint channel names of each node's trigger ("branch:to:NODE", by node id) and of
+  /// each join (by join index), made once.
+  std::vector<std::string> branch_channels;
+  std::vector<std::string> join_channels;
 };
 
 inline constexpr std::uint32_t kUnknownCost = 0xFFFFFFFFu;
@@ -1124,6 +1128,7 @@ class Runner {
   void after_restore(const std::string& checkpoint_id) {
     max_version_ = 0;
     for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
+    stored_through_ = max_version_;
     for_each_field<S>([&](auto i) {
       auto v = versions_.find(std::string(field_t<S, i>::name));
       stored_version_[i] = v != versions_.end() ? v->second : -1;
@@ -1143,6 +1148,7 @@ class Runner {
       versions_seen_ = tuple.checkpoint.versions_seen;
       max_version_ = 0;
       for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
+      stored_through_ = max_version_;
       step_ = tuple.metadata.value("step", -1);
       for_each_field<S>([&](auto i) {
         const std::string name(field_t<S, i>::name);
@@ -1404,35 +1410,42 @@ class Runner {
     if (!saver_) return;
     if constexpr (kJsonState<S>) {
       if (above_thread_versions_) raise_to_thread_versions();
+      // Every channel written since the last checkpoint gets the new version v (so the
+      // channels of a stored checkpoint's put are those above stored_through_).
       const std::int64_t v = ++max_version_;
       for_each_field<S>([&](auto i) {
         if (!changed_[i] && !changed_all_fields_) return;
-        const std::string name(field_t<S, i>::name);
-        versions_[name] = v;
-        dirty_.insert(name);
+        versions_[std::string(field_t<S, i>::name)] = v;
         changed_[i] = 0;
       });
       changed_all_fields_ = false;
-      std::erase_if(versions_, [](const auto& kv) {
-        const std::string& ch = kv.first;
-        return ch.rfind(kBranchPrefix, 0) == 0 || ch.rfind(kJoinPrefix, 0) == 0 ||
-               ch == kTasksChannel || ch == kStartChannel;
-      });
-      for (int node : next_pull_) versions_[branch_channel(name_of(node))] = v;
+      // The triggers of the next step (branches, joins, sends, the input) get v and earlier
+      // triggers go; entries that stay are updated in place.
+      for (int node : next_pull_)
+        versions_[def_->branch_channels[static_cast<std::size_t>(node)]] = v;
       if (!next_push_.empty()) versions_[std::string(kTasksChannel)] = v;
       for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
         if (std::any_of(join_marks_[j].begin(), join_marks_[j].end(),
                         [](char m) { return m != 0; })) {
-          versions_[join_channel(topo_, topo_.joins[j])] = v;
+          versions_[def_->join_channels[j]] = v;
         }
       }
       if (start_input_) versions_[std::string(kStartChannel)] = v;
-      for (const auto& [ch, version] : versions_) {
-        if (version == v) dirty_.insert(ch);
-      }
+      std::erase_if(versions_, [v](const auto& kv) {
+        const std::string& ch = kv.first;
+        return kv.second != v &&
+               (ch.rfind(kBranchPrefix, 0) == 0 || ch.rfind(kJoinPrefix, 0) == 0 ||
+                ch == kTasksChannel || ch == kStartChannel);
+      });
       for (const Task& t : tasks_) {
-        if (t.node != topo_.start && t.ran)
-          versions_seen_[name_of(t.node)] = {{branch_channel(name_of(t.node)), v}};
+        if (t.node == topo_.start || !t.ran) continue;
+        const std::string& trigger = def_->branch_channels[static_cast<std::size_t>(t.node)];
+        auto& seen = versions_seen_[name_of(t.node)];
+        if (seen.size() == 1 && seen.begin()->first == trigger) {
+          seen.begin()->second = v;
+        } else {
+          seen = ChannelVersions{{trigger, v}};
+        }
       }
       Checkpoint cp;
       cp.id = new_checkpoint_id(step_);
@@ -1465,12 +1478,16 @@ class Runner {
       auto [cp, metadata] = std::move(*pending_checkpoint_);
       pending_checkpoint_.reset();
       ChannelVersions new_versions;
-      for (const auto& ch : dirty_) {
-        auto v = versions_.find(ch);
-        if (v == versions_.end()) continue;
-        new_versions[ch] = v->second;
-        cp.channel_values[ch] = channel_value(ch);
+      for (const auto& [ch, version] : versions_) {
+        if (version <= stored_through_) continue;
+        new_versions.emplace_hint(new_versions.end(), ch, version);
+        if (ch == kStartChannel && start_input_) {
+          cp.channel_values[ch] = std::move(*start_input_);  // reset below
+        } else {
+          cp.channel_values[ch] = channel_value(ch);
+        }
       }
+      stored_through_ = max_version_;
       for_each_field<S>([&](auto i) {
         const std::string name(field_t<S, i>::name);
         if (!new_versions.count(name)) return;
@@ -1478,7 +1495,6 @@ class Runner {
         using R = typename field_t<S, i>::reducer_type;
         if constexpr (TrackedListReducer<R>) std::get<i>(caches_).rebase(field_value<i>(state_));
       });
-      dirty_.clear();
       start_input_.reset();
       CheckpointPut put{stored_, std::move(cp), std::move(metadata), std::move(new_versions)};
       stored_ =
@@ -1717,7 +1733,7 @@ class Runner {
   ChannelVersions versions_;
   std::int64_t max_version_ = 0;
   std::map<std::string, ChannelVersions> versions_seen_;
-  std::set<std::string> dirty_;               // channels changed since the last stored checkpoint
+  std::int64_t stored_through_ = 0;  // the highest version in a stored (or loaded) checkpoint
   std::vector<std::int64_t> stored_version_;  // per field: its last stored version, or -1
   std::map<std::string, std::vector<PendingWrite>> resumed_writes_;  // by task id
   std::optional<std::pair<Checkpoint, nlohmann::json>> pending_checkpoint_;
