@@ -37,6 +37,15 @@ constexpr char kViewBlob = 'v';
 constexpr char kEmptyBlob = 'e';
 constexpr char kLogEntry = 'm';
 constexpr std::string_view kMessagesKey = "$messages";
+/// The trigger channel of node N is "branch:to:N" (LangGraph's name); records store a node's
+/// versions_seen of just its trigger as the version alone.
+constexpr std::string_view kTriggerPrefix = "branch:to:";
+
+bool is_trigger_of(std::string_view channel, std::string_view node) {
+  return channel.size() == kTriggerPrefix.size() + node.size() &&
+         channel.starts_with(kTriggerPrefix) && channel.ends_with(node);
+}
+
 /// Channel values up to this CBOR size are kept in checkpoint records instead of blobs.
 constexpr std::size_t kInlineMaxBytes = 256;
 
@@ -668,6 +677,10 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
 
   static const json kNoMetadata = json::object();
   const json& meta = metadata.is_null() ? kNoMetadata : metadata;  // no copy
+  // A canonical run_id goes in "r" as its 16 bytes.
+  std::optional<std::string> run_id;
+  if (auto it = meta.find("run_id"); it != meta.end() && it->is_string())
+    run_id = uuid_bytes(it->get_ref<const std::string&>());
   std::size_t capacity = 256;  // the record without its inline values, usually
   for (const auto& [channel, v] : values) {
     if (v.item) capacity += channel.size() + v.item->size() + 2;
@@ -677,7 +690,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                        kRecord,
                        [&](CborWriter& w) {
                          // Short keys; the id is the key's. See docs/checkpoint-format.md.
-                         w.map(7);
+                         w.map(run_id ? 8 : 7);
                          w.text("v");
                          w.integer(checkpoint.v);
                          w.text("t");
@@ -692,10 +705,25 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                          w.map(checkpoint.versions_seen.size());
                          for (const auto& [node, seen] : checkpoint.versions_seen) {
                            w.text(node);
-                           w.versions(seen);
+                           if (seen.size() == 1 && is_trigger_of(seen.begin()->first, node)) {
+                             w.integer(seen.begin()->second);  // {"branch:to:NODE": V} as V
+                           } else {
+                             w.versions(seen);
+                           }
                          }
                          w.text("m");
-                         w.value(meta);
+                         if (run_id) {
+                           w.map(meta.size() - 1);
+                           for (const auto& [key, value] : meta.items()) {
+                             if (key == "run_id") continue;
+                             w.text(key);
+                             w.value(value);
+                           }
+                           w.text("r");
+                           w.bytes(*run_id);
+                         } else {
+                           w.value(meta);
+                         }
                          w.text("p");
                          if (auto bytes = uuid_bytes(config.checkpoint_id)) {
                            w.bytes(*bytes);
@@ -807,8 +835,18 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
     r.checkpoint.ts =
         ts.is_number_integer() ? iso_timestamp(ts.get<std::int64_t>()) : ts.get<std::string>();
     r.checkpoint.channel_versions = data.at("cv").get<ChannelVersions>();
-    r.checkpoint.versions_seen = data.at("vs").get<std::map<std::string, ChannelVersions>>();
+    for (const auto& [node, seen] : data.at("vs").items()) {
+      r.checkpoint.versions_seen[node] =
+          seen.is_number_integer()
+              ? ChannelVersions{{std::string(kTriggerPrefix) + node, seen.get<std::int64_t>()}}
+              : seen.get<ChannelVersions>();
+    }
     r.metadata = data.at("m");
+    if (auto run_id = data.find("r"); run_id != data.end()) {
+      if (!run_id->is_binary() || run_id->get_binary().size() != 16 || !r.metadata.is_object())
+        corrupt({thread, id, "checkpoint"}, "bad run id");
+      r.metadata["run_id"] = uuid_text(run_id->get_binary());
+    }
     const json& parent = data.at("p");
     if (parent.is_binary()) {
       if (parent.get_binary().size() != 16) corrupt({thread, id, "checkpoint"}, "bad parent id");

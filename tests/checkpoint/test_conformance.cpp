@@ -274,6 +274,42 @@ TEST_CASE_TEMPLATE("ids and timestamps of any form read back exactly", F, Memory
   }
 }
 
+TEST_CASE_TEMPLATE("versions_seen and run ids of any form read back exactly", F, MemoryFactory,
+                   RocksFactory) {
+  // Records store a node's versions_seen of only its own trigger, and canonical run ids,
+  // compactly; anything else is kept as given.
+  F factory;
+  auto saver = factory.make();
+  auto c = checkpoint();
+  c.versions_seen = {{"agent", {{"branch:to:agent", 7}}},
+                     {"tools", {{"branch:to:agent", 3}}},
+                     {"join", {{"branch:to:join", 4}, {"join:a+b:join", 4}}},
+                     {"idle", {}},
+                     {"x", {{"branch:to:xx", 1}}},
+                     {"", {{"branch:to:", 2}}},
+                     {"r\u00e9sum\u00e9", {{"branch:to:r\u00e9sum\u00e9", 9}}}};
+  const std::vector<json> run_ids{"1f0c2a3b-0000-4000-8000-000000000000",
+                                  "1F0C2A3B-0000-4000-8000-000000000000",
+                                  "run-1",
+                                  "",
+                                  42,
+                                  nullptr};
+  int n = 0;
+  for (const auto& run_id : run_ids) {
+    CAPTURE(run_id.dump());
+    const std::string tid = "vs" + std::to_string(n++);
+    const json meta = metadata("loop", 1, {{"run_id", run_id}, {"z", "last"}});
+    const auto stored = saver->put(config(tid), c, meta, {});
+    const auto t = saver->get_tuple(stored);
+    REQUIRE(t);
+    CHECK(t->checkpoint.versions_seen == c.versions_seen);
+    CHECK(t->metadata == meta);
+    sg::ListOptions filter = in_thread(tid);
+    filter.filter = {{"run_id", run_id}};
+    CHECK(saver->list(filter).size() == 1);
+  }
+}
+
 TEST_CASE_TEMPLATE("put_writes", F, MemoryFactory, RocksFactory) {
   F factory;
   auto saver = factory.make();
