@@ -121,10 +121,12 @@ std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
 // Compact forms of the two long strings of every record, used only when they round-trip
 // exactly: a canonical UUID text as its 16 bytes, a timestamp of iso_timestamp_now()'s form as
 // microseconds since the epoch.
-std::optional<std::string> uuid_bytes(std::string_view text) {
+using UuidBytes = std::array<char, 16>;
+
+std::optional<UuidBytes> uuid_bytes(std::string_view text) {
   if (text.size() != 36) return std::nullopt;
-  std::string out;
-  out.reserve(16);
+  UuidBytes out;
+  std::size_t n = 0;
   int high = -1;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
@@ -143,7 +145,7 @@ std::optional<std::string> uuid_bytes(std::string_view text) {
     if (high < 0) {
       high = digit;
     } else {
-      out.push_back(static_cast<char>((high << 4) | digit));
+      out[n++] = static_cast<char>((high << 4) | digit);
       high = -1;
     }
   }
@@ -295,25 +297,26 @@ class CborWriter {
     }
   }
   void big_endian(std::uint64_t n, int bytes) {
-    for (int i = bytes - 1; i >= 0; --i) out_.push_back(static_cast<char>((n >> (i * 8)) & 0xFF));
+    char buf[8];
+    for (int i = 0; i < bytes; ++i) buf[i] = static_cast<char>((n >> ((bytes - 1 - i) * 8)) & 0xFF);
+    out_.append(buf, static_cast<std::size_t>(bytes));
   }
   void head(std::uint8_t major, std::uint64_t n) {
     const auto m = static_cast<std::uint8_t>(major << 5);
-    auto put = [&](std::uint8_t info, int bytes) {
-      out_.push_back(static_cast<char>(m | info));
-      big_endian(n, bytes);
-    };
     if (n < 24) {
-      put(static_cast<std::uint8_t>(n), 0);
-    } else if (n <= 0xFF) {
-      put(24, 1);
-    } else if (n <= 0xFFFF) {
-      put(25, 2);
-    } else if (n <= 0xFFFFFFFF) {
-      put(26, 4);
-    } else {
-      put(27, 8);
+      out_.push_back(static_cast<char>(m | n));
+      return;
     }
+    const int bytes = n <= 0xFF ? 1 : n <= 0xFFFF ? 2 : n <= 0xFFFFFFFF ? 4 : 8;
+    const auto info = static_cast<std::uint8_t>(bytes == 1   ? 24
+                                                : bytes == 2 ? 25
+                                                : bytes == 4 ? 26
+                                                             : 27);
+    char buf[9];
+    buf[0] = static_cast<char>(m | info);
+    for (int i = 0; i < bytes; ++i)
+      buf[1 + i] = static_cast<char>((n >> ((bytes - 1 - i) * 8)) & 0xFF);
+    out_.append(buf, static_cast<std::size_t>(bytes) + 1);
   }
   std::string& out_;
 };
@@ -678,7 +681,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   static const json kNoMetadata = json::object();
   const json& meta = metadata.is_null() ? kNoMetadata : metadata;  // no copy
   // A canonical run_id goes in "r" as its 16 bytes.
-  std::optional<std::string> run_id;
+  std::optional<UuidBytes> run_id;
   if (auto it = meta.find("run_id"); it != meta.end() && it->is_string())
     run_id = uuid_bytes(it->get_ref<const std::string&>());
   std::size_t capacity = 256;  // the record without its inline values, usually
@@ -720,13 +723,13 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                              w.value(value);
                            }
                            w.text("r");
-                           w.bytes(*run_id);
+                           w.bytes(std::string_view(run_id->data(), run_id->size()));
                          } else {
                            w.value(meta);
                          }
                          w.text("p");
                          if (auto bytes = uuid_bytes(config.checkpoint_id)) {
-                           w.bytes(*bytes);
+                           w.bytes(std::string_view(bytes->data(), bytes->size()));
                          } else {
                            w.text(config.checkpoint_id);
                          }
