@@ -11,13 +11,13 @@
 // next while their version stays; larger ones get a blob. Every value is an envelope: "SG",
 // format version, kind, CRC-32 of the payload, CBOR payload.
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
+#include <stategraph/core/detail/cbor.hpp>
 #include <stategraph/core/detail/record.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <limits>
 #include <set>
 
@@ -201,125 +201,15 @@ std::optional<std::int64_t> ts_micros(std::string_view ts) {
   return micros;
 }
 
-/// Writes CBOR (RFC 8949) items into a string: what JSON values become on disk. Used directly
-/// for records whose shape is known, which skips building a JSON tree.
-class CborWriter {
- public:
-  explicit CborWriter(std::string& out) : out_(out) {}
-  void map(std::size_t entries) { head(5, entries); }
-  void array(std::size_t items) { head(4, items); }
-  void text(std::string_view s) {
-    head(3, s.size());
-    out_.append(s);
-  }
-  void integer(std::int64_t v) {
-    if (v >= 0) {
-      head(0, static_cast<std::uint64_t>(v));
-    } else {
-      head(1, static_cast<std::uint64_t>(-(v + 1)));
-    }
-  }
-  /// A JSON value, as json::to_cbor() writes it, appended in place.
-  void value(const json& j) {
-    switch (j.type()) {
-      case json::value_t::null:
-      case json::value_t::discarded:
-        out_.push_back(static_cast<char>(0xF6));
-        break;
-      case json::value_t::boolean:
-        out_.push_back(static_cast<char>(j.get_ref<const json::boolean_t&>() ? 0xF5 : 0xF4));
-        break;
-      case json::value_t::number_integer:
-        integer(j.get_ref<const json::number_integer_t&>());
-        break;
-      case json::value_t::number_unsigned:
-        head(0, j.get_ref<const json::number_unsigned_t&>());
-        break;
-      case json::value_t::number_float:
-        real(j.get_ref<const json::number_float_t&>());
-        break;
-      case json::value_t::string:
-        text(j.get_ref<const json::string_t&>());
-        break;
-      case json::value_t::array:
-        array(j.size());
-        for (const json& item : j) value(item);
-        break;
-      case json::value_t::object:
-        map(j.size());
-        for (const auto& [key, item] : j.items()) {
-          text(key);
-          value(item);
-        }
-        break;
-      case json::value_t::binary: {
-        const auto& b = j.get_binary();
-        if (b.has_subtype()) {  // a tag of at least one byte, as json::to_cbor() writes it
-          if (b.subtype() < 24) {
-            out_.push_back(static_cast<char>(0xD8));
-            out_.push_back(static_cast<char>(b.subtype()));
-          } else {
-            head(6, b.subtype());
-          }
-        }
-        head(2, b.size());
-        out_.append(reinterpret_cast<const char*>(b.data()), b.size());
-        break;
-      }
-    }
-  }
-  /// An already encoded item.
-  void raw(std::string_view item) { out_.append(item); }
-  void bytes(std::string_view b) {
-    head(2, b.size());
-    out_.append(b);
-  }
-  void versions(const ChannelVersions& versions) {
-    map(versions.size());
-    for (const auto& [channel, version] : versions) {
-      text(channel);
-      integer(version);
-    }
-  }
+using CborWriter = detail::CborWriter<std::string>;
 
- private:
-  /// A float as a 32-bit float when that is exact, else 64-bit (as json::to_cbor()).
-  void real(double d) {
-    const bool exact32 = d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
-                         d <= static_cast<double>(std::numeric_limits<float>::max()) &&
-                         static_cast<double>(static_cast<float>(d)) == d;
-    if (exact32) {
-      out_.push_back(static_cast<char>(0xFA));
-      big_endian(std::bit_cast<std::uint32_t>(static_cast<float>(d)), 4);
-    } else {
-      out_.push_back(static_cast<char>(0xFB));
-      big_endian(std::bit_cast<std::uint64_t>(d), 8);
-    }
+void write_versions(CborWriter& w, const ChannelVersions& versions) {
+  w.map(versions.size());
+  for (const auto& [channel, version] : versions) {
+    w.text(channel);
+    w.integer(version);
   }
-  void big_endian(std::uint64_t n, int bytes) {
-    char buf[8];
-    for (int i = 0; i < bytes; ++i) buf[i] = static_cast<char>((n >> ((bytes - 1 - i) * 8)) & 0xFF);
-    out_.append(buf, static_cast<std::size_t>(bytes));
-  }
-  void head(std::uint8_t major, std::uint64_t n) {
-    const auto m = static_cast<std::uint8_t>(major << 5);
-    if (n < 24) {
-      out_.push_back(static_cast<char>(m | n));
-      return;
-    }
-    const int bytes = n <= 0xFF ? 1 : n <= 0xFFFF ? 2 : n <= 0xFFFFFFFF ? 4 : 8;
-    const auto info = static_cast<std::uint8_t>(bytes == 1   ? 24
-                                                : bytes == 2 ? 25
-                                                : bytes == 4 ? 26
-                                                             : 27);
-    char buf[9];
-    buf[0] = static_cast<char>(m | info);
-    for (int i = 0; i < bytes; ++i)
-      buf[1 + i] = static_cast<char>((n >> ((bytes - 1 - i) * 8)) & 0xFF);
-    out_.append(buf, static_cast<std::size_t>(bytes) + 1);
-  }
-  std::string& out_;
-};
+}
 
 /// An envelope whose CBOR payload `write_payload(CborWriter&)` writes.
 template <class Write>
@@ -666,8 +556,21 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
         } else {
           std::string key_seq = log;
           append_u64(key_seq, seq);
+          std::string entry;
+          if (item.is_binary() && item.get_binary().has_subtype() &&
+              item.get_binary().subtype() == kCborMessageSubtype) {
+            // Already CBOR (see kCborMessageSubtype): a map, or it is not a message.
+            const auto& bytes = item.get_binary();
+            if (bytes.empty() || (bytes[0] >> 5) != 5)
+              invalid("$messages: an encoded message must be a CBOR map");
+            entry = envelope_of_cbor(
+                kLogEntry,
+                std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+          } else {
+            entry = envelope(kLogEntry, item);
+          }
           batch.push_back(
-              {KvOp::Kind::put, Column::messages, std::move(key_seq), envelope(kLogEntry, item)});
+              {KvOp::Kind::put, Column::messages, std::move(key_seq), std::move(entry)});
           push_range(ranges, seq, seq + 1);
           ++seq;
         }
@@ -703,7 +606,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                            w.text(checkpoint.ts);
                          }
                          w.text("cv");
-                         w.versions(checkpoint.channel_versions);
+                         write_versions(w, checkpoint.channel_versions);
                          w.text("vs");
                          w.map(checkpoint.versions_seen.size());
                          for (const auto& [node, seen] : checkpoint.versions_seen) {
@@ -711,7 +614,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                            if (seen.size() == 1 && is_trigger_of(seen.begin()->first, node)) {
                              w.integer(seen.begin()->second);  // {"branch:to:NODE": V} as V
                            } else {
-                             w.versions(seen);
+                             write_versions(w, seen);
                            }
                          }
                          w.text("m");

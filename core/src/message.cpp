@@ -1,3 +1,4 @@
+#include <stategraph/core/detail/cbor.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/message.hpp>
 
@@ -357,6 +358,58 @@ json message_to_json(const Message& m) {
   if (!empty_object(m.response_metadata)) out["response_metadata"] = m.response_metadata;
   if (!m.usage_metadata.is_null()) out["usage_metadata"] = m.usage_metadata;
   return out;
+}
+
+void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
+  // The keys of message_to_json(), in its (sorted) order, under the same conditions.
+  const bool kwargs = !empty_object(m.additional_kwargs);
+  const bool name = !m.name.empty();
+  const bool response = !empty_object(m.response_metadata);
+  const bool call_id = m.type == MessageType::tool || !m.tool_call_id.empty();
+  const bool calls = !m.tool_calls.empty();
+  const bool usage = !m.usage_metadata.is_null();
+  detail::CborWriter<std::vector<std::uint8_t>> w(out);
+  w.map(3 + static_cast<std::size_t>(kwargs) + name + response + call_id + calls + usage);
+  if (kwargs) {
+    w.text("additional_kwargs");
+    w.value(m.additional_kwargs);
+  }
+  w.text("content");
+  if (m.content.is_string()) {
+    w.text(m.content.str());
+  } else {
+    w.array(m.content.blocks().size());
+    for (const json& block : m.content.blocks()) w.value(block);
+  }
+  w.text("id");
+  if (m.id.empty()) {
+    w.value(nullptr);
+  } else {
+    w.text(m.id);
+  }
+  if (name) {
+    w.text("name");
+    w.text(m.name);
+  }
+  if (response) {
+    w.text("response_metadata");
+    w.value(m.response_metadata);
+  }
+  if (call_id) {
+    w.text("tool_call_id");
+    w.text(m.tool_call_id);
+  }
+  if (calls) {
+    w.text("tool_calls");
+    w.array(m.tool_calls.size());
+    for (const auto& call : m.tool_calls) w.value(tool_call_to_json(call));
+  }
+  w.text("type");
+  w.text(to_string(m.type));
+  if (usage) {
+    w.text("usage_metadata");
+    w.value(m.usage_metadata);
+  }
 }
 
 json messages_to_json(std::span<const Message> messages) {

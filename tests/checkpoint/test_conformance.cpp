@@ -3,6 +3,7 @@
 // message lists.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/core/message.hpp>
 #include <stategraph/core/uuid.hpp>
 
 #include <doctest/doctest.h>
@@ -594,6 +595,24 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   auto beyond = checkpoint({{"messages", {{"$messages", {{"base", 4}, {"items", {{0, 9}}}}}}}},
                            {{"messages", 5}});
   CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
+
+  // Messages may come pre-encoded as CBOR (what graphs send); they read back as JSON.
+  std::vector<std::uint8_t> encoded;
+  sg::message_to_cbor(sg::ai("pre-encoded", "m-enc"), encoded);
+  const json binary = json::binary(encoded, sg::kCborMessageSubtype);
+  auto c5 = checkpoint({{"messages", {{"$messages", {{"base", 4}, {"items", {{0, 2}, binary}}}}}}},
+                       {{"messages", 6}});
+  const auto s5 = saver->put(s4, c5, metadata(), {{"messages", 6}});
+  CHECK(saver->get_tuple(s5)->checkpoint.channel_values["messages"] ==
+        json::array({msg(0), msg(99), sg::message_to_json(sg::ai("pre-encoded", "m-enc"))}));
+  // Bytes that are not a CBOR map are refused; nothing is stored.
+  const json not_a_map = json::binary({0x01}, sg::kCborMessageSubtype);
+  auto c6 = checkpoint({{"messages", {{"$messages", {{"base", 6}, {"items", {not_a_map}}}}}}},
+                       {{"messages", 7}});
+  CHECK_THROWS_WITH_AS(saver->put(s5, c6, metadata(), {{"messages", 7}}),
+                       doctest::Contains("CBOR map"), sg::CheckpointError);
+  CHECK(saver->get_tuple(config(tid))->config.checkpoint_id == c5.id);
+  CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values["messages"].size() == 3);
 }
 
 TEST_CASE_TEMPLATE("unchanged values are found whether or not puts are chained", F, MemoryFactory,

@@ -80,6 +80,26 @@ TEST_CASE("JSON round trip keeps every field") {
   }
 }
 
+TEST_CASE("the CBOR form is the JSON form, byte for byte") {
+  sg::Message full =
+      sg::ai(sg::Content::Blocks{json{{"type", "text"}, {"text", "hello"}}, json("plain")},
+             {sg::ToolCall{"c1", "search", {{"q", "cats"}}}}, "id-1");
+  full.name = "bot";
+  full.additional_kwargs = {{"refusal", nullptr}, {"custom", 3.5}};
+  full.response_metadata = {{"model_name", "m"}, {"finish_reason", "stop"}};
+  full.usage_metadata = {{"input_tokens", 5}, {"output_tokens", 7}, {"total_tokens", 12}};
+  sg::Message unnamed_tool = sg::tool("x", "", "t");
+  for (const auto& msg : {full, sg::human("a", "1"), sg::human(std::string(300, 'h'), ""),
+                          sg::system("s"), sg::tool("x", "c9", "t"), unnamed_tool,
+                          sg::remove_message("r"), sg::ai("caf\xC3\xA9", "a-1")}) {
+    CAPTURE(sg::message_to_json(msg).dump());
+    std::vector<std::uint8_t> cbor{0xAB};  // appends after what is there
+    sg::message_to_cbor(msg, cbor);
+    CHECK(std::vector<std::uint8_t>(cbor.begin() + 1, cbor.end()) ==
+          json::to_cbor(sg::message_to_json(msg)));
+  }
+}
+
 TEST_CASE("message-likes are coerced as LangChain does") {
   CHECK(sg::message_from_json("hello") == sg::human("hello"));
   CHECK(sg::message_from_json(json::parse(R"(["ai", "yes"])")) == sg::ai("yes"));

@@ -114,6 +114,10 @@ struct Message {
 [[nodiscard]] nlohmann::json message_to_json(const Message& message);
 /// A JSON array of messages in the flat shape. Thread-safe.
 [[nodiscard]] nlohmann::json messages_to_json(std::span<const Message> messages);
+/// Appends the CBOR of message_to_json(message) to `out` (json::from_cbor() of it equals
+/// message_to_json(message)) without building the JSON: how checkpoints store messages.
+/// Thread-safe.
+void message_to_cbor(const Message& message, std::vector<std::uint8_t>& out);
 
 /// Builds a message from a message-like, as LangChain's `convert_to_messages` does: a string
 /// (a human message), a `[role, content]` pair, an object with `role` or `type` and `content`

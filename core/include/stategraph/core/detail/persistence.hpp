@@ -12,6 +12,7 @@
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/detail/topology.hpp>
 #include <stategraph/core/list_origin.hpp>
+#include <stategraph/core/message.hpp>
 #include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/update.hpp>
 
@@ -68,6 +69,20 @@ concept TrackedListReducer = CachedReducer<R> &&
   c.rebase(v);
 };
 
+/// One new element of a tracked list for a checkpoint: a message pre-encoded as CBOR (see
+/// kCborMessageSubtype), anything else as JSON.
+template <class T>
+nlohmann::json tracked_element_json(const T& element) {
+  if constexpr (std::is_same_v<T, Message>) {
+    std::vector<std::uint8_t> bytes;
+    bytes.reserve(element.content.is_string() ? element.content.str().size() + 64 : 256);
+    message_to_cbor(element, bytes);
+    return nlohmann::json::binary(std::move(bytes), kCborMessageSubtype);
+  } else {
+    return nlohmann::json(element);
+  }
+}
+
 /// The checkpoint JSON of a tracked list: `{"$messages": {"base": V, "items": [...]}}` where
 /// items are [from, to) position ranges of the base list or new elements.
 template <class List>
@@ -81,7 +96,7 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
   items = nlohmann::json(nlohmann::json::value_t::array);
   if (base_version < 0 || origin.size() != list.size()) {
     items.get_ref<nlohmann::json::array_t&>().reserve(list.size());
-    for (const auto& element : list) items.push_back(nlohmann::json(element));
+    for (const auto& element : list) items.push_back(tracked_element_json(element));
     return out;
   }
   spec["base"] = base_version;
@@ -97,7 +112,7 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
     const std::int64_t at = tail[t];
     if (at < 0) {
       close_run();
-      items.push_back(nlohmann::json(list[origin.head_length() + t]));
+      items.push_back(tracked_element_json(list[origin.head_length() + t]));
     } else if (run_from >= 0 && at == run_to) {
       ++run_to;
     } else {
