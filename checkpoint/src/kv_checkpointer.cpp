@@ -124,30 +124,26 @@ std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
 using UuidBytes = std::array<char, 16>;
 
 std::optional<UuidBytes> uuid_bytes(std::string_view text) {
-  if (text.size() != 36) return std::nullopt;
+  // Lower-case hex digits only: anything else keeps the text.
+  static constexpr auto kDigit = [] {
+    std::array<std::int8_t, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c)
+      t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c)
+      t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - 'a' + 10);
+    return t;
+  }();
+  if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-')
+    return std::nullopt;
   UuidBytes out;
   std::size_t n = 0;
-  int high = -1;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const char c = text[i];
-    if (i == 8 || i == 13 || i == 18 || i == 23) {
-      if (c != '-') return std::nullopt;
-      continue;
-    }
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return std::nullopt;  // upper case or not hex: keep the text
-    }
-    if (high < 0) {
-      high = digit;
-    } else {
-      out[n++] = static_cast<char>((high << 4) | digit);
-      high = -1;
-    }
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) ++i;  // skip a dash
+    const int high = kDigit[static_cast<unsigned char>(text[i])];
+    const int low = kDigit[static_cast<unsigned char>(text[i + 1])];
+    if (high < 0 || low < 0) return std::nullopt;
+    out[n++] = static_cast<char>((high << 4) | low);
   }
   return out;
 }

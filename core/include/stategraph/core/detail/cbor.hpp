@@ -10,7 +10,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
+#include <string>
 #include <string_view>
+#include <type_traits>
 
 namespace sg::detail {
 
@@ -92,8 +94,12 @@ class CborWriter {
  private:
   void byte(std::uint8_t b) { out_.push_back(static_cast<typename Out::value_type>(b)); }
   void append(const char* data, std::size_t n) {
-    const auto* p = reinterpret_cast<const typename Out::value_type*>(data);
-    out_.insert(out_.end(), p, p + n);
+    if constexpr (std::is_same_v<Out, std::string>) {
+      out_.append(data, n);
+    } else {
+      const auto* p = reinterpret_cast<const typename Out::value_type*>(data);
+      out_.insert(out_.end(), p, p + n);
+    }
   }
   /// A float as a 32-bit float when that is exact, else 64-bit (as json::to_cbor()).
   void real(double d) {
