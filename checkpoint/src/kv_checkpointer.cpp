@@ -951,9 +951,8 @@ void KvCheckpointer::delete_thread(const std::string& thread_id) {
   const std::string tp = thread_prefix(thread_id);
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
-  for (std::size_t c = 0; c < detail::kColumnCount; ++c) {
-    batch.push_back({KvOp::Kind::erase_range, static_cast<Column>(c), tp, prefix_end(tp)});
-  }
+  for (std::uint8_t column = 0; column < Column::count; ++column)
+    batch.push_back({KvOp::Kind::erase_range, column, tp, prefix_end(tp)});
   kv_->write(batch);
   forget_thread(tp);
 }
@@ -966,8 +965,7 @@ void KvCheckpointer::copy_thread(const std::string& source, const std::string& t
   const std::string to = thread_prefix(target);
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
-  for (std::size_t c = 0; c < detail::kColumnCount; ++c) {
-    const auto column = static_cast<Column>(c);
+  for (std::uint8_t column = 0; column < Column::count; ++column) {
     batch.push_back({KvOp::Kind::erase_range, column, to, prefix_end(to)});
     kv_->scan(column, from, prefix_end(from), false,
               [&](std::string_view key, std::string_view value) {

@@ -25,37 +25,6 @@ const std::vector<std::string> kColumnNames{"checkpoints", "writes", "blobs", "m
 
 }  // namespace
 
-class RocksDbSaver::Backend final : public detail::KvBackend {
- public:
-  explicit Backend(std::unique_ptr<detail::RocksDb> db) : db_(std::move(db)) {}
-
-  std::optional<std::string> get(detail::Column column, std::string_view key) override {
-    return db_->get(static_cast<std::size_t>(column), key);
-  }
-
-  void write(const std::vector<detail::KvOp>& batch) override {
-    std::vector<detail::RocksWrite> writes;
-    writes.reserve(batch.size());
-    for (const auto& op : batch) {
-      detail::RocksWrite w{static_cast<std::size_t>(op.column), op.key, std::nullopt, std::nullopt};
-      if (op.kind == detail::KvOp::Kind::put) w.value = op.value;
-      if (op.kind == detail::KvOp::Kind::erase_range) w.end = op.value;
-      writes.push_back(w);
-    }
-    db_->write(writes);
-  }
-
-  void scan(detail::Column column, std::string_view lower, std::string_view upper, bool reverse,
-            const std::function<bool(std::string_view, std::string_view)>& visit) override {
-    db_->scan(static_cast<std::size_t>(column), lower, upper, reverse, visit);
-  }
-
-  void flush() { db_->flush(); }
-
- private:
-  std::unique_ptr<detail::RocksDb> db_;
-};
-
 std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksDbOptions options) {
   // Writes are serialized by KvCheckpointer: single_writer skips RocksDB's concurrent machinery.
   auto db = detail::RocksDb::open(path, kColumnNames,
@@ -64,19 +33,16 @@ std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksD
                                    .single_writer = true,
                                    .write_buffer_bytes = std::size_t{16} << 20},
                                   fail);
-  return std::shared_ptr<RocksDbSaver>(
-      new RocksDbSaver(std::make_unique<Backend>(std::move(db)), path));
+  return std::shared_ptr<RocksDbSaver>(new RocksDbSaver(std::move(db), path));
 }
 
-RocksDbSaver::RocksDbSaver(std::unique_ptr<Backend> backend, std::string path)
-    : KvCheckpointer(std::move(backend)), path_(std::move(path)) {
-  backend_ = static_cast<Backend*>(&kv());
-}
+RocksDbSaver::RocksDbSaver(std::unique_ptr<detail::KvBackend> db, std::string path)
+    : KvCheckpointer(std::move(db)), path_(std::move(path)) {}
 
 RocksDbSaver::~RocksDbSaver() = default;
 
 void RocksDbSaver::flush() {
-  backend_->flush();
+  static_cast<detail::RocksDb&>(kv()).flush();
 }
 
 std::uint64_t RocksDbSaver::disk_bytes() const {

@@ -56,9 +56,9 @@ RocksDb::~RocksDb() {
   delete db_;
 }
 
-std::optional<std::string> RocksDb::get(std::size_t family, std::string_view key) {
+std::optional<std::string> RocksDb::get(std::uint8_t space, std::string_view key) {
   std::string value;
-  const auto status = db_->Get(rocksdb::ReadOptions(), handles_[family + 1], slice(key), &value);
+  const auto status = db_->Get(rocksdb::ReadOptions(), handles_.at(space + 1u), slice(key), &value);
   if (status.IsNotFound()) return std::nullopt;
   if (!status.ok()) {
     fail_(status.IsCorruption() ? RocksFailure::corrupt : RocksFailure::io,
@@ -67,15 +67,24 @@ std::optional<std::string> RocksDb::get(std::size_t family, std::string_view key
   return value;
 }
 
-void RocksDb::write(const std::vector<RocksWrite>& writes) {
+void RocksDb::write(const std::vector<KvOp>& ops) {
   std::size_t bytes = 64;
-  for (const auto& w : writes) bytes += w.key.size() + (w.value ? w.value->size() : 0) + 16;
+  for (const auto& op : ops) bytes += op.key.size() + op.value.size() + 16;
   rocksdb::WriteBatch batch(bytes);  // one allocation for the whole batch
-  for (const auto& w : writes) {
-    auto* cf = handles_[w.family + 1];
-    const auto s = w.value ? batch.Put(cf, slice(w.key), slice(*w.value))
-                   : w.end ? batch.DeleteRange(cf, slice(w.key), slice(*w.end))
-                           : batch.Delete(cf, slice(w.key));
+  for (const auto& op : ops) {
+    auto* cf = handles_.at(op.space + 1u);
+    rocksdb::Status s;
+    switch (op.kind) {
+      case KvOp::Kind::put:
+        s = batch.Put(cf, slice(op.key), slice(op.value));
+        break;
+      case KvOp::Kind::erase:
+        s = batch.Delete(cf, slice(op.key));
+        break;
+      case KvOp::Kind::erase_range:
+        s = batch.DeleteRange(cf, slice(op.key), slice(op.value));
+        break;
+    }
     if (!s.ok()) fail_(RocksFailure::io, "building a write batch: " + s.ToString());
   }
   rocksdb::WriteOptions options;
@@ -87,14 +96,14 @@ void RocksDb::write(const std::vector<RocksWrite>& writes) {
   }
 }
 
-void RocksDb::scan(std::size_t family, std::string_view lower, std::string_view upper, bool reverse,
+void RocksDb::scan(std::uint8_t space, std::string_view lower, std::string_view upper, bool reverse,
                    const std::function<bool(std::string_view, std::string_view)>& visit) {
   rocksdb::ReadOptions options;
   const rocksdb::Slice lo = slice(lower);
   const rocksdb::Slice hi = slice(upper);
   if (!lower.empty()) options.iterate_lower_bound = &lo;
   if (!upper.empty()) options.iterate_upper_bound = &hi;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, handles_[family + 1]));
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(options, handles_.at(space + 1u)));
   if (!reverse) {
     if (lower.empty()) {
       it->SeekToFirst();

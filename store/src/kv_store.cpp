@@ -33,6 +33,14 @@ namespace {
 
 using nlohmann::json;
 
+detail::KvOp put_op(std::uint8_t space, std::string key, std::string value) {
+  return {detail::KvOp::Kind::put, space, std::move(key), std::move(value)};
+}
+
+detail::KvOp erase_op(std::uint8_t space, std::string key) {
+  return {detail::KvOp::Kind::erase, space, std::move(key), {}};
+}
+
 constexpr std::uint8_t kFormatVersion = 1;
 constexpr char kItemRecord = 's';
 constexpr char kVectorRecord = 'x';
@@ -270,7 +278,7 @@ struct KvStore::Vectors {
   }
 };
 
-KvStore::KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+KvStore::KvStore(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
                  std::optional<IndexConfig> index)
     : kv_(std::move(backend)),
       ttl_(std::move(ttl)),
@@ -283,7 +291,7 @@ KvStore::KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
                 fmt::format("IndexConfig dims {} but the embeddings make {}", index_->dims,
                             index_->embeddings->dims()));
   }
-  kv_->scan(detail::Space::vectors, {}, {}, [&](std::string_view k, std::string_view v) {
+  kv_->scan(detail::Space::vectors, {}, {}, false, [&](std::string_view k, std::string_view v) {
     Namespace ns;
     std::string key;
     if (!decode_key(k, ns, key)) return true;
@@ -338,7 +346,7 @@ std::optional<Item> KvStore::do_get(const GetOp& op) {
   if (r.expired(now)) return std::nullopt;
   if (refresh && r.ttl_minutes) {
     r.expires_at = now + ttl_micros(*r.ttl_minutes);
-    kv_->write({{detail::Space::items, key, encode_record(r)}});
+    kv_->write({put_op(detail::Space::items, key, encode_record(r))});
   }
   return std::move(r.item);
 }
@@ -369,8 +377,7 @@ void KvStore::do_put(const PutOp& op) {
   const std::string key = item_key(op.ns, op.key);
   if (!op.value) {
     std::lock_guard lock(write_mu_);
-    kv_->write(
-        {{detail::Space::items, key, std::nullopt}, {detail::Space::vectors, key, std::nullopt}});
+    kv_->write({erase_op(detail::Space::items, key), erase_op(detail::Space::vectors, key)});
     std::unique_lock vlock(vectors_->mu);
     vectors_->set(key, {});
     return;
@@ -399,10 +406,11 @@ void KvStore::do_put(const PutOp& op) {
   }
   r.ttl_minutes = ttl;
   if (ttl) r.expires_at = now + ttl_micros(*ttl);
-  std::vector<detail::StoreWrite> writes{{detail::Space::items, key, encode_record(r)}};
+  std::vector<detail::KvOp> writes{put_op(detail::Space::items, key, encode_record(r))};
   if (index_) {
-    writes.push_back({detail::Space::vectors, key,
-                      vectors.empty() ? std::nullopt : std::optional(encode_vectors(vectors))});
+    writes.push_back(vectors.empty()
+                         ? erase_op(detail::Space::vectors, key)
+                         : put_op(detail::Space::vectors, key, encode_vectors(vectors)));
   }
   kv_->write(writes);
   if (index_) {
@@ -499,7 +507,7 @@ std::vector<SearchItem> KvStore::do_search(const SearchOp& op) {
     found.clear();
     std::shared_lock lock(vectors_->mu, std::defer_lock);
     if (op.query) lock.lock();
-    kv_->scan(detail::Space::items, lower, prefix_end(lower),
+    kv_->scan(detail::Space::items, lower, prefix_end(lower), false,
               [&](std::string_view k, std::string_view v) {
                 Namespace ns;
                 std::string key;
@@ -523,13 +531,13 @@ std::vector<SearchItem> KvStore::do_search(const SearchOp& op) {
     return a.record.item.updated_at > b.record.item.updated_at;
   });
   std::vector<SearchItem> out;
-  std::vector<detail::StoreWrite> refreshed;
+  std::vector<detail::KvOp> refreshed;
   for (std::size_t i = op.offset; i < found.size() && out.size() < op.limit; ++i) {
     Record& r = found[i].record;
     if (refresh && r.ttl_minutes) {
       r.expires_at = now + ttl_micros(*r.ttl_minutes);
       refreshed.push_back(
-          {detail::Space::items, item_key(r.item.ns, r.item.key), encode_record(r)});
+          put_op(detail::Space::items, item_key(r.item.ns, r.item.key), encode_record(r)));
     }
     out.push_back(SearchItem{std::move(r.item), found[i].score});
   }
@@ -563,15 +571,16 @@ std::vector<Namespace> KvStore::do_list(const ListNamespacesOp& op) {
   while (true) {
     std::optional<Namespace> next;
     std::string skip_to;
-    kv_->scan(detail::Space::items, from, upper, [&](std::string_view k, std::string_view v) {
-      Namespace ns;
-      std::string key;
-      if (!decode_key(k, ns, key)) return true;
-      if (decode_record(v, ns, key).expired(now)) return true;  // look at the next item
-      skip_to = encode_namespace(ns) + '\1';
-      next = std::move(ns);
-      return false;
-    });
+    kv_->scan(detail::Space::items, from, upper, false,
+              [&](std::string_view k, std::string_view v) {
+                Namespace ns;
+                std::string key;
+                if (!decode_key(k, ns, key)) return true;
+                if (decode_record(v, ns, key).expired(now)) return true;  // look at the next item
+                skip_to = encode_namespace(ns) + '\1';
+                next = std::move(ns);
+                return false;
+              });
     if (!next) break;
     from = std::move(skip_to);
     bool ok = true;
@@ -594,13 +603,13 @@ std::vector<Namespace> KvStore::do_list(const ListNamespacesOp& op) {
 std::size_t KvStore::sweep_expired() {
   const std::int64_t now = now_micros();
   std::lock_guard lock(write_mu_);
-  std::vector<detail::StoreWrite> erase;
-  kv_->scan(detail::Space::items, {}, {}, [&](std::string_view k, std::string_view v) {
+  std::vector<detail::KvOp> erase;
+  kv_->scan(detail::Space::items, {}, {}, false, [&](std::string_view k, std::string_view v) {
     Namespace ns;
     std::string key;
     if (decode_key(k, ns, key) && decode_record(v, std::move(ns), std::move(key)).expired(now)) {
-      erase.push_back({detail::Space::items, std::string(k), std::nullopt});
-      erase.push_back({detail::Space::vectors, std::string(k), std::nullopt});
+      erase.push_back(erase_op(detail::Space::items, std::string(k)));
+      erase.push_back(erase_op(detail::Space::vectors, std::string(k)));
     }
     return true;
   });
@@ -647,46 +656,8 @@ void KvStore::stop_sweeper() {
 
 // ---------------------------------------------------------------------------------- memory
 
-namespace {
-
-class MapBackend final : public detail::StoreBackend {
- public:
-  std::optional<std::string> get(detail::Space space, std::string_view key) override {
-    std::shared_lock lock(mu_);
-    const auto& map = maps_[static_cast<std::size_t>(space)];
-    auto it = map.find(key);
-    if (it == map.end()) return std::nullopt;
-    return it->second;
-  }
-  void write(const std::vector<detail::StoreWrite>& writes) override {
-    std::unique_lock lock(mu_);
-    for (const auto& w : writes) {
-      auto& map = maps_[static_cast<std::size_t>(w.space)];
-      if (w.value) {
-        map.insert_or_assign(w.key, *w.value);
-      } else {
-        map.erase(w.key);
-      }
-    }
-  }
-  void scan(detail::Space space, std::string_view lower, std::string_view upper,
-            const std::function<bool(std::string_view, std::string_view)>& visit) override {
-    std::shared_lock lock(mu_);
-    const auto& map = maps_[static_cast<std::size_t>(space)];
-    auto end = upper.empty() ? map.end() : map.lower_bound(upper);
-    for (auto it = map.lower_bound(lower); it != end; ++it) {
-      if (!visit(it->first, it->second)) return;
-    }
-  }
-
- private:
-  std::shared_mutex mu_;
-  std::array<std::map<std::string, std::string, std::less<>>, 2> maps_;
-};
-
-}  // namespace
-
 InMemoryStore::InMemoryStore(TtlConfig ttl, std::optional<IndexConfig> index)
-    : KvStore(std::make_unique<MapBackend>(), std::move(ttl), std::move(index)) {}
+    : KvStore(std::make_unique<detail::MemoryKv>(detail::Space::count), std::move(ttl),
+              std::move(index)) {}
 
 }  // namespace sg

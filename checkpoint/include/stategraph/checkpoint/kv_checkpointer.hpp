@@ -4,6 +4,7 @@
 // RocksDbSaver are this class over two backends, so they behave the same.
 
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/core/detail/kv.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -20,31 +21,9 @@ namespace sg {
 namespace detail {
 
 /// The key spaces of a checkpoint store (RocksDB column families).
-enum class Column : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
-inline constexpr std::size_t kColumnCount = 4;
-
-/// One operation of an atomic batch.
-struct KvOp {
-  enum class Kind : std::uint8_t { put, erase, erase_range };
-  Kind kind = Kind::put;
-  Column column = Column::checkpoints;
-  std::string key;
-  std::string value;  // the value for put; the exclusive end key for erase_range
-};
-
-/// An ordered key-value store with atomic batches. Thread-safe.
-class KvBackend {
- public:
-  virtual ~KvBackend() = default;
-  /// The value of `key`, or nullopt. Throws CheckpointError on I/O or corruption.
-  [[nodiscard]] virtual std::optional<std::string> get(Column column, std::string_view key) = 0;
-  /// Applies every operation or none.
-  virtual void write(const std::vector<KvOp>& batch) = 0;
-  /// Visits keys in [lower, upper) (upper empty: no bound) ascending, or descending; stops when
-  /// `visit` returns false.
-  virtual void scan(
-      Column column, std::string_view lower, std::string_view upper, bool reverse,
-      const std::function<bool(std::string_view key, std::string_view value)>& visit) = 0;
+struct Column {
+  enum : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
+  static constexpr std::size_t count = 4;
 };
 
 }  // namespace detail
@@ -78,6 +57,7 @@ class KvCheckpointer : public Checkpointer {
 
  protected:
   [[nodiscard]] detail::KvBackend& kv() noexcept { return *kv_; }
+  [[nodiscard]] const detail::KvBackend& kv() const noexcept { return *kv_; }
 
  private:
   struct Record;

@@ -15,10 +15,6 @@ class InMemorySaver final : public KvCheckpointer {
   [[nodiscard]] Durability default_durability() const noexcept override { return Durability::sync; }
   /// Bytes of keys and values held (the serialized size of everything stored).
   [[nodiscard]] std::size_t stored_bytes() const;
-
- private:
-  class Backend;
-  Backend* backend_;
 };
 
 }  // namespace sg

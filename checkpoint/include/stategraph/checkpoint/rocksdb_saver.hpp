@@ -40,9 +40,7 @@ class RocksDbSaver final : public KvCheckpointer {
   [[nodiscard]] std::uint64_t disk_bytes() const;
 
  private:
-  class Backend;
-  RocksDbSaver(std::unique_ptr<Backend> backend, std::string path);
-  Backend* backend_;
+  RocksDbSaver(std::unique_ptr<detail::KvBackend> db, std::string path);
   std::string path_;
 };
 

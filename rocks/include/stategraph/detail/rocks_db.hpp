@@ -1,7 +1,10 @@
 #pragma once
 
-// A RocksDB database with named column families, shared by RocksDbSaver and RocksDbStore
-// (internal: not part of the public API). Errors are turned into the caller's exceptions.
+// A RocksDB database with named column families as a detail::KvBackend (key space i is the
+// i-th family given to open()), shared by RocksDbSaver and RocksDbStore (internal: not part of
+// the public API). Errors are turned into the caller's exceptions.
+
+#include <stategraph/core/detail/kv.hpp>
 
 #include <cstdint>
 #include <functional>
@@ -24,14 +27,6 @@ enum class RocksFailure : std::uint8_t { locked, corrupt, io };
 /// Throws the caller's exception for a failure; must not return.
 using RocksFail = std::function<void(RocksFailure, const std::string& message)>;
 
-/// One write of a batch: put (value), erase (no value), or erase [key, end) (end).
-struct RocksWrite {
-  std::size_t family = 0;  // index into the families given to open()
-  std::string_view key{};
-  std::optional<std::string_view> value{};
-  std::optional<std::string_view> end{};
-};
-
 /// Options of RocksDb::open.
 struct RocksOpenOptions {
   bool fsync = false;
@@ -42,24 +37,21 @@ struct RocksOpenOptions {
 };
 
 /// Thread-safe (RocksDB's guarantees).
-class RocksDb {
+class RocksDb final : public KvBackend {
  public:
   /// Opens (or creates) `path` with the column families `families` (plus RocksDB's default).
   /// A directory another process holds fails with RocksFailure::locked.
   static std::unique_ptr<RocksDb> open(const std::string& path,
                                        const std::vector<std::string>& families,
                                        const RocksOpenOptions& options, RocksFail fail);
-  ~RocksDb();
+  ~RocksDb() override;
   RocksDb(const RocksDb&) = delete;
   RocksDb& operator=(const RocksDb&) = delete;
 
-  [[nodiscard]] std::optional<std::string> get(std::size_t family, std::string_view key);
-  /// Applies every write or none.
-  void write(const std::vector<RocksWrite>& writes);
-  /// Keys in [lower, upper) (upper empty: no bound), ascending or descending; stops when
-  /// `visit` returns false.
-  void scan(std::size_t family, std::string_view lower, std::string_view upper, bool reverse,
-            const std::function<bool(std::string_view, std::string_view)>& visit);
+  std::optional<std::string> get(std::uint8_t space, std::string_view key) override;
+  void write(const std::vector<KvOp>& batch) override;
+  void scan(std::uint8_t space, std::string_view lower, std::string_view upper, bool reverse,
+            const std::function<bool(std::string_view, std::string_view)>& visit) override;
   /// Writes memtables to table files.
   void flush();
 

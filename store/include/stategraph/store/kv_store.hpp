@@ -3,6 +3,7 @@
 // The store over an ordered key-value space: InMemoryStore (a std::map) and RocksDbStore (a
 // RocksDB database) are this class over two backends, so they behave the same.
 
+#include <stategraph/core/detail/kv.hpp>
 #include <stategraph/store/store.hpp>
 
 #include <atomic>
@@ -18,38 +19,21 @@ namespace sg {
 namespace detail {
 
 /// The key spaces of a store: items, and the vectors of indexed items.
-enum class Space : std::uint8_t { items = 0, vectors = 1 };
-
-/// A put (value) or an erase (nullopt).
-struct StoreWrite {
-  Space space = Space::items;
-  std::string key{};
-  std::optional<std::string> value{};
-};
-
-/// Ordered key-value spaces with atomic batches. Thread-safe.
-class StoreBackend {
- public:
-  virtual ~StoreBackend() = default;
-  [[nodiscard]] virtual std::optional<std::string> get(Space space, std::string_view key) = 0;
-  /// Applies every write or none.
-  virtual void write(const std::vector<StoreWrite>& writes) = 0;
-  /// Keys in [lower, upper) ascending (upper empty: no bound); stops when `visit` returns false.
-  /// `visit` must not write.
-  virtual void scan(Space space, std::string_view lower, std::string_view upper,
-                    const std::function<bool(std::string_view, std::string_view)>& visit) = 0;
+struct Space {
+  enum : std::uint8_t { items = 0, vectors = 1 };
+  static constexpr std::size_t count = 2;
 };
 
 }  // namespace detail
 
-/// A Store over a detail::StoreBackend. Items are keyed by namespace then key, so a namespace
+/// A Store over a detail::KvBackend. Items are keyed by namespace then key, so a namespace
 /// prefix is one range scan; each record carries a format version and a CRC (a corrupt record
 /// is a StoreError naming the namespace and key). Expired items are never returned;
 /// sweep_expired() deletes them (also run by a background sweeper when started). Thread-safe.
 class KvStore : public Store {
  public:
   /// Loads the vectors of indexed items when `index` is given. Throws StoreError on corrupt data.
-  KvStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+  KvStore(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
           std::optional<IndexConfig> index);
   ~KvStore() override;
 
@@ -77,7 +61,7 @@ class KvStore : public Store {
   std::optional<std::vector<std::pair<std::string, double>>> approximate(
       const std::vector<float>& query, std::size_t want);
 
-  std::unique_ptr<detail::StoreBackend> kv_;
+  std::unique_ptr<detail::KvBackend> kv_;
   TtlConfig ttl_;
   std::optional<IndexConfig> index_;
   std::unique_ptr<Vectors> vectors_;
@@ -114,8 +98,7 @@ class RocksDbStore final : public KvStore {
                                                           RocksDbStoreOptions options = {});
 
  private:
-  class Backend;
-  RocksDbStore(std::unique_ptr<detail::StoreBackend> backend, TtlConfig ttl,
+  RocksDbStore(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
                std::optional<IndexConfig> index);
 };
 
