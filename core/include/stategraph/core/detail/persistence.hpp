@@ -247,10 +247,7 @@ class AsyncWriter {
         lock.unlock();
         std::exception_ptr failure;
         try {
-          if (puts.size() == 1) {
-            const auto& p = puts.front();
-            saver.put(p.config, p.checkpoint, p.metadata, p.new_versions);
-          } else if (!puts.empty()) {
+          if (!puts.empty()) {
             saver.put_all(puts);
           } else {
             work();

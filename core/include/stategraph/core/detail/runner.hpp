@@ -1511,9 +1511,6 @@ class Runner {
     held_puts_.clear();
     if (writer_) {
       writer_->submit(std::move(puts));
-    } else if (puts.size() == 1) {
-      const auto& p = puts.front();
-      saver_->put(p.config, p.checkpoint, p.metadata, p.new_versions);
     } else {
       saver_->put_all(puts);
     }
