@@ -1198,7 +1198,7 @@ class Runner {
           }
         } else if (ch.rfind(kJoinPrefix, 0) == 0) {
           for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
-            if (join_channel(topo_, topo_.joins[j]) != ch) continue;
+            if (def_->join_channels[j] != ch) continue;
             for (const auto& seen : values.value(ch, nlohmann::json::array())) {
               for (std::size_t k = 0; k < topo_.joins[j].sources.size(); ++k) {
                 if (name_of(topo_.joins[j].sources[k]) == seen) join_marks_[j][k] = 1;
@@ -1534,7 +1534,7 @@ class Runner {
       if (channel.rfind(kJoinPrefix, 0) == 0) {
         nlohmann::json seen = nlohmann::json::array();
         for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
-          if (join_channel(topo_, topo_.joins[j]) != channel) continue;
+          if (def_->join_channels[j] != channel) continue;
           for (std::size_t k = 0; k < topo_.joins[j].sources.size(); ++k) {
             if (join_marks_[j][k]) seen.push_back(name_of(topo_.joins[j].sources[k]));
           }
