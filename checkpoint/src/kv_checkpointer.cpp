@@ -25,6 +25,7 @@ namespace sg {
 
 using detail::Column;
 using detail::KvOp;
+using detail::prefix_end;
 using nlohmann::json;
 
 namespace {
@@ -73,13 +74,6 @@ std::string thread_prefix(std::string_view thread) {
 }
 
 /// The exclusive end of the keys that start with `prefix`.
-std::string prefix_end(std::string prefix) {
-  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xFF) prefix.pop_back();
-  if (!prefix.empty())
-    prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
-  return prefix;
-}
-
 void append_u64(std::string& out, std::uint64_t v) {
   for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xFF));
 }

@@ -31,6 +31,7 @@
 namespace sg {
 namespace {
 
+using detail::prefix_end;
 using nlohmann::json;
 
 detail::KvOp put_op(std::uint8_t space, std::string key, std::string value) {
@@ -206,13 +207,6 @@ std::int64_t ttl_micros(double minutes) {
 }
 
 /// The upper bound of the key range of a namespace prefix ("" when unbounded).
-std::string prefix_end(const std::string& lower) {
-  if (lower.empty()) return {};
-  std::string upper = lower;
-  upper.back() = '\1';  // every encoded namespace ends with \0
-  return upper;
-}
-
 bool matches_path(const Namespace& ns, const Namespace& path, bool suffix) {
   if (path.size() > ns.size()) return false;
   const std::size_t offset = suffix ? ns.size() - path.size() : 0;

@@ -43,6 +43,15 @@ class KvBackend {
       const std::function<bool(std::string_view key, std::string_view value)>& visit) = 0;
 };
 
+/// The smallest key above every key that starts with `prefix` (empty: no bound), the upper
+/// bound of a prefix scan.
+inline std::string prefix_end(std::string prefix) {
+  while (!prefix.empty() && static_cast<unsigned char>(prefix.back()) == 0xFF) prefix.pop_back();
+  if (!prefix.empty())
+    prefix.back() = static_cast<char>(static_cast<unsigned char>(prefix.back()) + 1);
+  return prefix;
+}
+
 /// Ordered maps behind a reader-writer lock, one per key space. Thread-safe; never throws
 /// except std::bad_alloc.
 class MemoryKv final : public KvBackend {
