@@ -63,8 +63,19 @@ bool CancellationToken::wait_for(std::chrono::duration<double> duration) const {
 nlohmann::json Context::interrupt(nlohmann::json value) const {
   const std::size_t index = task_->interrupts_seen++;
   if (index < task_->resume.size()) return task_->resume[index];
+  std::string id = interrupt_id(task_id(), index);
+  if (auto answer = run_->take_resume(id)) {
+    task_->resume.push_back(*answer);
+    return std::move(*answer);
+  }
   throw detail::GraphInterrupt{
-      {Interrupt{interrupt_id(task_id(), index), std::move(value), std::string(task_->node)}}};
+      {Interrupt{std::move(id), std::move(value), std::string(task_->node)}}};
+}
+
+void Context::push_message(Message message, std::string_view field) const {
+  if (message.id.empty())
+    throw Error(errc::kInvalidMessage, "push_message: the message needs an id");
+  task_->pushed.emplace_back(std::string(field), std::move(message));
 }
 
 Context* current_context() noexcept {

@@ -213,11 +213,8 @@ Topology compile_topology(const GraphSpec& spec, const std::vector<std::string>&
   const Graph& g = shape.graph();
   const std::size_t n = spec.nodes.size();
 
-  const std::vector<bool> from_start = reachable(g, {shape.start()});
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!from_start[i])
-      invalid(fmt::format("Node '{}' is not reachable from START", spec.nodes[i].name));
-  }
+  // A node without incoming edges is valid (LangGraph compiles it): a Command given as graph
+  // input, or returned to this graph by a subgraph invoked inside a node, may go to it.
   // A run finishes at END, or after a node with no outgoing transition at all.
   std::vector<Vertex> finishing{shape.end()};
   for (std::size_t i = 0; i < n; ++i) {
@@ -328,6 +325,25 @@ std::string draw_dot(const GraphSpec& spec) {
   };
   boost::write_graphviz(out, g, vertex_writer, edge_writer, graph_writer);
   return out.str();
+}
+
+std::string without_task_ids(std::string_view ns) {
+  std::string out;
+  std::size_t from = 0;
+  while (from <= ns.size()) {
+    std::size_t to = ns.find('|', from);
+    if (to == std::string_view::npos) to = ns.size();
+    std::string_view part = ns.substr(from, to - from);
+    part = part.substr(0, part.find(':'));
+    const bool digits = !part.empty() && std::all_of(part.begin(), part.end(),
+                                                     [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits) {
+      if (!out.empty()) out += '|';
+      out += part;
+    }
+    from = to + 1;
+  }
+  return out;
 }
 
 }  // namespace sg::detail

@@ -283,9 +283,12 @@ TEST_CASE("two pending interrupts need the map form") {
   const auto app = g.compile({.checkpointer = saver});
   const auto r = app.invoke(say("go"), thread("t"));
   REQUIRE(r.interrupts.size() == 2);
-  CHECK_THROWS_WITH_AS(
-      (void)app.invoke(sg::Command<Chat>{.resume = json("x")}, thread("t")),
-      "there are 2 pending interrupts: resume with a map from interrupt id to value", sg::Error);
+  // LangGraph's wording (users search for it).
+  CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<Chat>{.resume = json("x")}, thread("t")),
+                       "When there are multiple pending interrupts, you must specify the interrupt "
+                       "id when resuming. Docs: https://docs.langchain.com/oss/python/langgraph/"
+                       "add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation.",
+                       sg::Error);
   const auto done = app.invoke(
       sg::Command<Chat>{.resume = json{{r.interrupts[0].id, "1"}, {r.interrupts[1].id, "2"}}},
       thread("t"));
@@ -299,12 +302,15 @@ TEST_CASE("static breakpoints resume with resume()") {
   auto r = app.invoke(say("hi"), config);
   CHECK(r.next == std::vector<std::string>{"b"});
   CHECK(r.state.x == 1);
-  r = app.resume(config);  // after "a": stops again before "b"
-  CHECK(r.interrupted());
-  CHECK(r.next == std::vector<std::string>{"b"});
+  // LangGraph: a resumed run does not stop before its first step (nothing changed since the
+  // interrupt: _loop.py sets versions_seen["__interrupt__"] on resume), so "b" runs.
   r = app.resume(config);
   CHECK_FALSE(r.interrupted());
   CHECK(r.state.x == 11);
+  // A new run stops after "a" and then before "b" again.
+  r = app.invoke(say("again"), config);
+  CHECK(r.next == std::vector<std::string>{"b"});
+  CHECK(r.state.x == 12);
 }
 
 TEST_CASE_TEMPLATE("durability modes give the same state", F, MemoryFactory, RocksFactory) {
@@ -435,8 +441,10 @@ TEST_CASE("errors: no thread id, nothing to resume, unknown checkpoint, corrupt 
   const auto app = chain(saver);
   CHECK_THROWS_WITH_AS((void)app.invoke(say("x")),
                        "a graph with a checkpointer needs RunConfig::thread_id", sg::Error);
-  CHECK_THROWS_WITH_AS((void)app.resume(thread("empty")),
-                       "thread 'empty' has no checkpoint to resume", sg::Error);
+  CHECK_THROWS_WITH_AS(
+      (void)app.resume(thread("empty")),
+      "Received no input for __start__: thread 'empty' has no checkpoint to resume",
+      sg::EmptyInputError);
   auto config = thread("t");
   (void)app.invoke(say("x"), config);
   config.checkpoint_id = "no-such-id";

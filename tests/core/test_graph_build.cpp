@@ -134,6 +134,8 @@ TEST_CASE("validation errors are clear") {
           G g;
           g.add_node("", inc);
         }) == "A node name cannot be empty");
+  // LangGraph compiles a node without incoming edges: a Command (as graph input, or from a
+  // subgraph run inside a node) may still go to it.
   CHECK(validation_error([] {
           G g;
           g.add_node("a", inc)
@@ -141,7 +143,7 @@ TEST_CASE("validation errors are clear") {
               .add_edge(sg::START, "a")
               .add_edge("lonely", sg::END);
           (void)g.compile();
-        }) == "Node 'lonely' is not reachable from START");
+        }) == "<no error>");
   CHECK(validation_error([] {
           G g;
           g.add_node("a", inc)

@@ -213,9 +213,10 @@ TEST_CASE("sg::interrupt inside a node: an interrupted result carrying the value
   CHECK(out.interrupts[0].node == "ask");
   CHECK(out.interrupts[0].value == nlohmann::json{{"question", "approve?"}, {"items", 1}});
   CHECK(out.interrupts[0].id.size() == 16);
-  CHECK(out.next == std::vector<std::string>{"ask", "other"});
-  CHECK(out.state.items ==
-        std::vector<std::string>{"prepared"});  // the interrupted step is not applied
+  // LangGraph: the writes of the step's tasks that finished ("other") are applied to the
+  // returned state; only the interrupted task runs on resume.
+  CHECK(out.next == std::vector<std::string>{"ask"});
+  CHECK(out.state.items == std::vector<std::string>{"prepared", "other"});
   CHECK(after_interrupt == 0);
   // Resuming needs a checkpointer (see the checkpointing docs).
   CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<Log>{.resume = nlohmann::json("yes")}),

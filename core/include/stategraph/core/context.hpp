@@ -1,12 +1,14 @@
 #pragma once
 
 #include <stategraph/core/graph_types.hpp>
+#include <stategraph/core/message.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <any>
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -16,6 +18,19 @@ namespace sg {
 class Store;
 
 namespace detail {
+
+/// A subgraph's stream event on its way to the parent's stream: the fields every state type
+/// shares, and the event itself (a StreamEvent<SubgraphState>).
+struct ForeignEvent {
+  StreamMode mode = StreamMode::values;
+  int step = 0;
+  std::string node{};
+  std::vector<std::string> ns{};
+  nlohmann::json data{};
+  std::vector<Interrupt> interrupts{};
+  bool cached = false;
+  std::any typed{};
+};
 
 /// What a node task needs from its run (implemented by the executor).
 class RunHooks {
@@ -28,14 +43,20 @@ class RunHooks {
   /// True when the current superstep is being abandoned (a sibling task failed).
   [[nodiscard]] virtual bool aborted() const noexcept = 0;
   /// Streaming of subgraph runs: the parent's modes and namespace (empty modes: not streamed),
-  /// its event sink (an EventSink<ParentState>*), and a way to run a delivery on the thread that
-  /// owns the parent's stream.
+  /// and delivery of a subgraph's event to the parent's stream (from any thread).
   [[nodiscard]] virtual StreamModes subgraph_modes() const noexcept = 0;
   [[nodiscard]] virtual const std::vector<std::string>& stream_ns() const noexcept = 0;
-  [[nodiscard]] virtual void* event_sink() const noexcept = 0;
-  virtual void deliver(std::function<void()> delivery) = 0;
+  virtual void forward_event(ForeignEvent&& event) = 0;
   /// The run's checkpointer (subgraphs compiled without one use it), or null.
   [[nodiscard]] virtual Checkpointer* checkpointer() const noexcept = 0;
+  /// The value answering interrupt `interrupt_id` when the run was resumed: from a resume map,
+  /// else the run's single resume value (taken by the first interrupt that asks), else the
+  /// parent run's. Thread-safe.
+  [[nodiscard]] virtual std::optional<nlohmann::json> take_resume(
+      const std::string& interrupt_id) = 0;
+  /// True during the first superstep of a resumed run: a subgraph that has a checkpoint
+  /// continues from it instead of starting over.
+  [[nodiscard]] virtual bool resuming() const noexcept = 0;
 };
 
 /// Per-task data a Context exposes.
@@ -44,9 +65,18 @@ struct TaskInfo {
   int step = 0;
   std::array<char, 16> id{};  // hex digits of the task id
   int attempt = 1;
+  /// The step after which the recursion limit stops the run (LangGraph's `stop`).
+  int stop = 0;
   /// Resume values for this task's interrupt() calls, in call order.
   std::vector<nlohmann::json> resume{};
   std::size_t interrupts_seen = 0;
+  /// Messages the node pushed with Context::push_message: (field, message), in order.
+  std::vector<std::pair<std::string, Message>> pushed{};
+  /// The updates of a node's second and later Commands (a std::vector<Update<S>>), if any.
+  std::any more_updates{};
+  /// Graphs this task has run as subgraphs so far (the second and later get their own
+  /// checkpoint namespace, as in LangGraph).
+  int subgraph_calls = 0;
 };
 
 /// Thrown by interrupt() to stop the task; the executor turns it into an interrupted result.
@@ -55,10 +85,15 @@ struct GraphInterrupt {
 };
 
 /// Thrown out of a subgraph's run when one of its nodes returned Command{.graph = PARENT}; the
-/// parent graph's node applies the command.
+/// parent graph's node applies the command. A parent with another state type can use only its
+/// gotos (when it carries no update).
 struct ParentCommand {
-  std::any command;  // Command<State of the parent>
+  std::any command;  // Command<State of the subgraph>
+  std::vector<Goto> go_to{};
+  bool has_update = false;
 };
+
+struct ContextAccess;
 
 }  // namespace detail
 
@@ -105,6 +140,15 @@ class Context {
   /// k-th value). Do not catch the exception it throws (catch (...) must rethrow).
   nlohmann::json interrupt(nlohmann::json value) const;
 
+  /// The supersteps the run may still take before its recursion limit (LangGraph's
+  /// RemainingSteps); 1 in the last allowed step.
+  [[nodiscard]] int remaining_steps() const noexcept { return task_->stop - task_->step; }
+
+  /// Adds `message` (it needs an id) to this task's writes of the message-list field `field`,
+  /// before what the node returns (LangGraph's push_message). Throws sg::Error for a message
+  /// without an id; an unknown or non-message field fails the task when it finishes.
+  void push_message(Message message, std::string_view field = "messages") const;
+
   /// The run behind this context (for stategraph's own use, e.g. running subgraphs).
   [[nodiscard]] detail::RunHooks& run_hooks() const noexcept { return *run_; }
   /// The values the run was resumed with for this task's interrupts, in order.
@@ -113,9 +157,17 @@ class Context {
   }
 
  private:
+  friend struct detail::ContextAccess;
   detail::RunHooks* run_;
   detail::TaskInfo* task_;
 };
+
+namespace detail {
+/// stategraph's own access to a Context's task.
+struct ContextAccess {
+  static TaskInfo& task(Context& ctx) noexcept { return *ctx.task_; }
+};
+}  // namespace detail
 
 /// The Context of the node running on this thread, or null outside a node.
 [[nodiscard]] Context* current_context() noexcept;

@@ -19,6 +19,7 @@ inline constexpr std::string_view kNodeFailed = "run.node_failed";
 inline constexpr std::string_view kNodeTimeout = "run.node_timeout";
 inline constexpr std::string_view kCancelled = "run.cancelled";
 inline constexpr std::string_view kInvalidRun = "run.invalid";
+inline constexpr std::string_view kEmptyInput = "run.empty_input";
 }  // namespace errc
 
 /// Root of every exception stategraph throws. `code()` is a stable identifier such as
@@ -92,6 +93,13 @@ class CancelledError : public Error {
  public:
   explicit CancelledError(const std::string& message = "the run was cancelled")
       : Error(errc::kCancelled, message) {}
+};
+
+/// A run was given nothing to do: an empty Command, or no input on a thread without a
+/// checkpoint (LangGraph's EmptyInputError). Code "run.empty_input".
+class EmptyInputError : public Error {
+ public:
+  explicit EmptyInputError(const std::string& message) : Error(errc::kEmptyInput, message) {}
 };
 
 }  // namespace sg

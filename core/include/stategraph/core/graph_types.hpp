@@ -24,11 +24,18 @@ namespace sg {
 class Store;  // stategraph/store/store.hpp
 
 class ThreadPool;
+class Cache;  // stategraph/core/cache.hpp
 
 /// The entry pseudo-node: `add_edge(sg::START, "first")`.
 inline constexpr const char* START = "__start__";
 /// The exit pseudo-node: `add_edge("last", sg::END)`, or return it from a router.
 inline constexpr const char* END = "__end__";
+/// The node name of the `updates` stream event that reports interrupts (LangGraph's
+/// `{"__interrupt__": [...]}` chunk).
+inline constexpr const char* INTERRUPT = "__interrupt__";
+/// update_state's `as_node` that applies the values as graph input (LangGraph's INPUT): the
+/// thread then runs from START again.
+inline constexpr const char* INPUT = "__input__";
 
 /// Runs `node` in the next superstep with `arg` as its input instead of the state (map-reduce).
 /// The node receives `arg`: a state value for ordinary nodes, or the type the node's function
@@ -115,6 +122,16 @@ struct RetryPolicy {
 /// cancellation. Thread-safe.
 [[nodiscard]] bool default_retry_on(const std::exception& error) noexcept;
 
+/// LangGraph's CachePolicy: a node whose input was seen before (same key, within `ttl`) is not run;
+/// its cached writes are applied instead. Needs CompileOptions::cache.
+struct CachePolicy {
+  /// The cache key of a node input (the state, or the Send argument, as JSON). Default: the
+  /// input's JSON text.
+  std::function<std::string(const nlohmann::json& input)> key{};
+  /// How long an entry stays valid (none: forever).
+  std::optional<std::chrono::duration<double>> ttl{};
+};
+
 /// Per-node options for add_node.
 struct NodeOptions {
   /// Retry failed attempts (none by default).
@@ -127,6 +144,11 @@ struct NodeOptions {
   std::vector<std::string> destinations{};
   /// Free-form metadata (shown in debug events).
   nlohmann::json metadata{};
+  /// Run the node only when nothing else is left to run (LangGraph's `defer=True`): a
+  /// map-reduce finalizer waits for every branch, however long.
+  bool defer = false;
+  /// Skip the node when its input was seen before (see CachePolicy).
+  std::optional<CachePolicy> cache_policy{};
 };
 
 /// Cancels a run from any thread: pass it in RunConfig::cancellation and call cancel(). Nodes
@@ -183,13 +205,15 @@ struct RunConfig {
 /// How a run ended.
 enum class RunStatus : std::uint8_t { done, interrupted };
 
-/// A task of a checkpoint: its id, node, the error it failed with (empty if none) and its pending
-/// interrupts.
+/// A task of a checkpoint: its id, node, the error it failed with (empty if none), its pending
+/// interrupts, and for a task that finished (its writes were saved) its writes as JSON
+/// (`{"field": value}`; null while it has not finished).
 struct TaskState {
   std::string id;
   std::string name;
   std::string error;
   std::vector<Interrupt> interrupts;
+  nlohmann::json result{};
 };
 
 /// The state of a thread at a checkpoint (LangGraph's StateSnapshot): the values, the nodes that
@@ -247,10 +271,12 @@ constexpr StreamModes operator|(StreamMode a, StreamMode b) noexcept {
 /// "values", "updates", "custom" or "debug".
 [[nodiscard]] std::string_view to_string(StreamMode mode) noexcept;
 
-/// One stream event. `values`: the state after a superstep. `updates`: one node's update.
-/// `custom`: what a node wrote with Context::write. `debug`: task start / result as JSON
-/// (`{"type": "task" | "task_result", "step", "payload"}`). `ns` is the subgraph path
-/// ("node:task" per level; empty for the root graph).
+/// One stream event. `values`: the state after a superstep (with `interrupts` when a node
+/// interrupted: the state the step started from). `updates`: one node's update; node ==
+/// sg::INTERRUPT for the interrupts of a step (empty for an interrupt_before/after stop), `cached`
+/// when the writes came from the node cache. `custom`: what a node wrote with Context::write.
+/// `debug`: task start / result as JSON (`{"type": "task" | "task_result", "step", "payload"}`).
+/// `ns` is the subgraph path ("node:task" per level; empty for the root graph).
 template <State S>
 struct StreamEvent {
   StreamMode mode = StreamMode::values;
@@ -260,6 +286,28 @@ struct StreamEvent {
   std::optional<S> values{};
   std::optional<Update<S>> update{};
   nlohmann::json data{};
+  std::vector<Interrupt> interrupts{};
+  bool cached = false;
+};
+
+/// One update of bulk_update_state: `values` as written by `as_node` (default: the node that
+/// ran last), optionally under a given task id.
+template <State S>
+struct StateUpdate {
+  Update<S> values{};
+  std::optional<std::string> as_node{};
+  std::optional<std::string> task_id{};
+};
+
+/// How a compiled graph used as a subgraph keeps its state (LangGraph's `checkpointer=None |
+/// True | False` for subgraphs).
+enum class SubgraphCheckpointer : std::uint8_t {
+  /// The parent's checkpointer, a fresh state at every call (interrupts still resume).
+  inherit,
+  /// Its own namespace (the node name): the state carries over between calls on a thread.
+  persistent,
+  /// Never checkpointed (interrupts inside it cannot resume).
+  disabled,
 };
 
 /// Options of compile().
@@ -278,6 +326,10 @@ struct CompileOptions {
   std::shared_ptr<ThreadPool> pool{};
   /// The graph's name (drawing, subgraph namespaces).
   std::string name{};
+  /// Where nodes with a CachePolicy keep their results (e.g. sg::InMemoryCache).
+  std::shared_ptr<Cache> cache{};
+  /// How this graph keeps its state when it runs as a subgraph.
+  SubgraphCheckpointer subgraph_checkpointer = SubgraphCheckpointer::inherit;
   /// How many threads' final states (with a checkpointer) the compiled graph keeps in memory, so
   /// that the next run on one of them skips loading its latest checkpoint (it still checks that
   /// the checkpoint is the thread's latest). 0 turns this off.

@@ -273,22 +273,24 @@ class EventStream {
     mutable std::optional<StreamEvent<S>> current_;
   };
 
-  EventStream(const CompiledGraph<S>& graph, Update<S> input, RunConfig config, StreamModes modes)
+  EventStream(const CompiledGraph<S>& graph, detail::RunRequest<S> request, RunConfig config,
+              StreamModes modes)
       : shared_(std::make_shared<Shared>()) {
     if (!config.cancellation.can_cancel()) {
       token_ = CancellationToken::create();
       config.cancellation = token_;
     }
-    thread_ = std::thread([shared = shared_, graph, input = std::move(input),
+    thread_ = std::thread([shared = shared_, graph, request = std::move(request),
                            config = std::move(config), modes]() mutable {
       try {
-        auto result = graph.stream(std::move(input), config, modes, [&](const StreamEvent<S>& e) {
-          {
-            std::lock_guard lock(shared->mu);
-            shared->queue.push_back(e);
-          }
-          shared->cv.notify_all();
-        });
+        auto result =
+            graph.run_stream(std::move(request), config, modes, [&](const StreamEvent<S>& e) {
+              {
+                std::lock_guard lock(shared->mu);
+                shared->queue.push_back(e);
+              }
+              shared->cv.notify_all();
+            });
         std::lock_guard lock(shared->mu);
         shared->result = std::move(result);
       } catch (...) {
@@ -359,12 +361,11 @@ class CompiledGraph {
       throw Error(errc::kInvalidRun,
                   "a Command as graph input needs a checkpointer (it continues a thread)");
     }
-    detail::RunRequest<S> request;
-    request.resume = std::move(input.resume);
-    if (!input.update.empty()) request.update = std::move(input.update);
-    request.go_to = std::move(input.go_to);
-    return run(std::move(request), config, nullptr);
+    return run(command_request(std::move(input)), config, nullptr);
   }
+
+  /// `invoke(std::nullopt, config)`: LangGraph's `invoke(None, config)`, the same as resume().
+  RunResult<S> invoke(std::nullopt_t, const RunConfig& config) const { return resume(config); }
 
   /// Continues the thread from its checkpoint without new input (LangGraph's `invoke(None)`):
   /// after an interrupt_before/after stop, a failure or a crash. With `config.checkpoint_id`,
@@ -379,10 +380,20 @@ class CompiledGraph {
                       std::function<void(const StreamEvent<S>&)> on_event) const {
     detail::RunRequest<S> request;
     request.input = std::move(input);
-    detail::StreamSpec<S> spec;
-    spec.modes = modes;
-    spec.sink = [&on_event](StreamEvent<S>&& e) { on_event(e); };
-    return run(std::move(request), config, &spec);
+    return run_stream(std::move(request), config, modes, std::move(on_event));
+  }
+
+  /// Streams a run that continues the thread with a Command (see invoke(Command)). A resumed run
+  /// first streams the state it resumes from (values mode).
+  RunResult<S> stream(Command<S> input, const RunConfig& config, StreamModes modes,
+                      std::function<void(const StreamEvent<S>&)> on_event) const {
+    return run_stream(command_request(std::move(input)), config, modes, std::move(on_event));
+  }
+
+  /// Streams a run that continues the thread without input (LangGraph's `stream(None, config)`).
+  RunResult<S> stream(std::nullopt_t, const RunConfig& config, StreamModes modes,
+                      std::function<void(const StreamEvent<S>&)> on_event) const {
+    return run_stream(detail::RunRequest<S>{}, config, modes, std::move(on_event));
   }
 
   /// The state of `config.thread_id` at its latest checkpoint (or `config.checkpoint_id`): values,
@@ -397,6 +408,8 @@ class CompiledGraph {
   /// and `limit` as in Checkpointer::list. Throws like get_state.
   [[nodiscard]] std::vector<StateSnapshot<S>> get_state_history(const RunConfig& config,
                                                                 ListOptions options = {}) const {
+    // History shows each checkpoint as stored: the writes of its finished tasks are in the
+    // tasks' results, not in the values.
     Checkpointer* saver = this->need_checkpointer();
     options.thread_id = config.thread_id;
     options.checkpoint_ns = config.checkpoint_ns;
@@ -409,20 +422,64 @@ class CompiledGraph {
   }
 
   /// LangGraph's update_state: applies `values` as if node `as_node` had returned them (its
-  /// reducers; then its edges decide what runs next) in a new checkpoint with source "update".
-  /// Without as_node, the node that ran last is used ("Ambiguous update, specify as_node" when
-  /// several did). as_node sg::END applies the values and leaves nothing to run; "__copy__"
-  /// copies the checkpoint (source "fork"). With `config.checkpoint_id` the new checkpoint
-  /// branches from that one (a fork). Returns the new checkpoint's config.
+  /// reducers; then its edges decide what runs next) in a new checkpoint with source "update";
+  /// nodes scheduled before are dropped (a waiting edge keeps the sources it has seen). Without
+  /// as_node: the only node, START on a thread where no node ran, else the node that ran last
+  /// (InvalidUpdateError "Ambiguous update, specify as_node" when several did). Special nodes:
+  /// sg::END clears what would run next (tasks that already finished keep their writes) and
+  /// applies `values`; sg::INPUT stores `values` as new graph input (an "input" checkpoint, START
+  /// runs next); "__copy__" copies the checkpoint as a sibling (source "fork"). With
+  /// `config.checkpoint_id` the new checkpoint branches from that one. Returns its config.
+  /// Throws InvalidUpdateError ("Node x does not exist", ...), sg::Error without a checkpointer.
   CheckpointConfig update_state(const RunConfig& config, Update<S> values,
                                 std::optional<std::string> as_node = std::nullopt) const {
-    detail::Runner<S> runner(def_, config, nullptr, this->need_checkpointer());
-    return runner.update_state(std::move(values), std::move(as_node));
+    std::vector<std::vector<StateUpdate<S>>> supersteps(1);
+    supersteps[0].push_back(StateUpdate<S>{std::move(values), std::move(as_node), std::nullopt});
+    return bulk_update_state(config, std::move(supersteps));
+  }
+
+  /// LangGraph's bulk_update_state: each superstep is a list of updates applied together (as
+  /// update_state does with one; several need an as_node each) in one new checkpoint, each
+  /// superstep on top of the previous one. Returns the last checkpoint's config. Throws
+  /// InvalidUpdateError for no supersteps or an empty one, and like update_state.
+  CheckpointConfig bulk_update_state(const RunConfig& config,
+                                     std::vector<std::vector<StateUpdate<S>>> supersteps) const {
+    Checkpointer* saver = this->need_checkpointer();
+    if (supersteps.empty()) throw InvalidUpdateError("No supersteps provided");
+    for (const auto& step : supersteps) {
+      if (step.empty()) throw InvalidUpdateError("No updates provided");
+    }
+    RunConfig current = config;
+    CheckpointConfig out;
+    for (auto& step : supersteps) {
+      detail::Runner<S> runner(def_, current, nullptr, saver);
+      out = runner.update_state(std::move(step));
+      current.checkpoint_id = out.checkpoint_id;
+    }
+    return out;
+  }
+
+  /// Forgets the cached results of these nodes (of every node when empty). No effect without
+  /// CompileOptions::cache. Thread-safe if the cache is.
+  void clear_cache(std::vector<std::string> nodes = {}) const {
+    if (!def_->options.cache) return;
+    if (nodes.empty()) nodes = this->nodes();
+    def_->options.cache->clear(nodes);
   }
 
   /// An iterable stream of the run's events (see EventStream).
   [[nodiscard]] EventStream<S> stream(Update<S> input, RunConfig config, StreamModes modes) const {
-    return EventStream<S>(*this, std::move(input), std::move(config), modes);
+    detail::RunRequest<S> request;
+    request.input = std::move(input);
+    return EventStream<S>(*this, std::move(request), std::move(config), modes);
+  }
+  /// An iterable stream of a run that continues the thread with a Command.
+  [[nodiscard]] EventStream<S> stream(Command<S> input, RunConfig config, StreamModes modes) const {
+    return EventStream<S>(*this, command_request(std::move(input)), std::move(config), modes);
+  }
+  /// An iterable stream of a run that continues the thread without input.
+  [[nodiscard]] EventStream<S> stream(std::nullopt_t, RunConfig config, StreamModes modes) const {
+    return EventStream<S>(*this, detail::RunRequest<S>{}, std::move(config), modes);
   }
 
   /// Mermaid flowchart (LangGraph's style; conditional edges dashed).
@@ -440,63 +497,15 @@ class CompiledGraph {
   /// Runs this graph as the node of a parent graph over state P (see StateGraph::add_node).
   template <State P, class ToParent>
   Command<P> run_as_subgraph(Update<S> input, Context& ctx, const ToParent& to_parent) const {
-    detail::RunHooks& hooks = ctx.run_hooks();
-    RunConfig config = hooks.config();
-    config.interrupt_before.clear();
-    config.interrupt_after.clear();
-    config.checkpoint_ns = (config.checkpoint_ns.empty() ? "" : config.checkpoint_ns + "|") +
-                           std::string(ctx.node()) + ":" + std::string(ctx.task_id());
-    detail::StreamSpec<S> spec;
-    const StreamModes modes = hooks.subgraph_modes();
-    if (!modes.empty()) {
-      spec.modes = modes;
-      spec.ns = hooks.stream_ns();
-      spec.ns.push_back(std::string(ctx.node()) + ":" + std::string(ctx.task_id()));
-      auto* parent_sink = static_cast<detail::EventSink<P>*>(hooks.event_sink());
-      spec.sink = [parent_sink, &hooks](StreamEvent<S>&& e) {
-        if constexpr (std::is_same_v<S, P>) {
-          hooks.deliver(
-              [parent_sink, e = std::move(e)]() mutable { (*parent_sink)(std::move(e)); });
-        } else {
-          if (e.mode != StreamMode::custom && e.mode != StreamMode::debug) return;
-          StreamEvent<P> out;
-          out.mode = e.mode;
-          out.step = e.step;
-          out.node = std::move(e.node);
-          out.ns = std::move(e.ns);
-          out.data = std::move(e.data);
-          hooks.deliver(
-              [parent_sink, out = std::move(out)]() mutable { (*parent_sink)(std::move(out)); });
-        }
-      };
-    }
     detail::RunRequest<S> request;
-    Checkpointer* saver =
-        def_->options.checkpointer ? def_->options.checkpointer.get() : hooks.checkpointer();
-    if (saver && !ctx.resume_values().empty()) {
-      request.resume = ctx.resume_values().back();  // the parent resumes this interrupted subgraph
-    } else {
-      request.input = std::move(input);
-    }
-    try {
-      RunResult<S> result =
-          run(std::move(request), config, modes.empty() ? nullptr : &spec, saver, hooks.store());
-      if (result.interrupted()) {
-        throw detail::GraphInterrupt{std::move(result.interrupts)};
-      }
-      return detail::to_command<P>(to_parent(result.state));
-    } catch (detail::ParentCommand& pc) {
-      if constexpr (std::is_same_v<S, P>) {
-        return std::any_cast<Command<S>>(std::move(pc.command));
-      } else {
-        throw Error(errc::kInvalidRun,
-                    "a Command to the parent graph needs the parent's state type");
-      }
-    }
+    request.input = std::move(input);
+    RunResult<S> result = run_nested(std::move(request), RunConfig{}, nullptr, ctx);
+    return detail::to_command<P>(to_parent(result.state));
   }
 
  private:
   friend class StateGraph<S>;
+  friend class EventStream<S>;
   explicit CompiledGraph(std::shared_ptr<const detail::GraphDef<S>> def) : def_(std::move(def)) {}
 
   Checkpointer* need_checkpointer() const {
@@ -506,19 +515,107 @@ class CompiledGraph {
     return def_->options.checkpointer.get();
   }
 
+  static detail::RunRequest<S> command_request(Command<S>&& input) {
+    detail::RunRequest<S> request;
+    request.command = true;
+    request.resume = std::move(input.resume);
+    if (!input.update.empty()) request.update = std::move(input.update);
+    request.go_to = std::move(input.go_to);
+    return request;
+  }
+
+  RunResult<S> run_stream(detail::RunRequest<S>&& request, const RunConfig& config,
+                          StreamModes modes,
+                          std::function<void(const StreamEvent<S>&)> on_event) const {
+    detail::StreamSpec<S> spec;
+    spec.modes = modes;
+    spec.sink = [&on_event](StreamEvent<S>&& e) { on_event(e); };
+    return run(std::move(request), config, &spec);
+  }
+
   RunResult<S> run(detail::RunRequest<S>&& request, const RunConfig& config,
-                   detail::StreamSpec<S>* stream, Checkpointer* inherited = nullptr,
-                   Store* inherited_store = nullptr) const {
-    detail::Runner<S> runner(def_, config, stream, inherited, inherited_store);
+                   detail::StreamSpec<S>* stream) const {
+    if (request.command && !def_->options.checkpointer) {
+      if (request.resume)
+        throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
+    }
+    // Inside a node of another run (LangGraph: the config of the node's run is inherited), this
+    // graph runs as that node's subgraph, unless the caller gives a thread of its own.
+    if (Context* ctx = current_context(); ctx && config.thread_id.empty() &&
+                                          config.checkpoint_ns.empty() &&
+                                          config.checkpoint_id.empty()) {
+      return run_nested(std::move(request), config, stream, *ctx);
+    }
+    if (request.command && !def_->options.checkpointer) {
+      throw Error(errc::kInvalidRun,
+                  "a Command as graph input needs a checkpointer (it continues a thread)");
+    }
+    detail::Runner<S> runner(def_, config, stream);
     try {
       return runner.run(std::move(request));
     } catch (detail::ParentCommand&) {
-      if (config.checkpoint_ns.empty()) {
-        throw Error(errc::kInvalidRun,
-                    "a node returned Command{.graph = sg::PARENT} but this graph has no parent");
-      }
-      throw;
+      throw Error(errc::kInvalidRun,
+                  "a node returned Command{.graph = sg::PARENT} but this graph has no parent");
     }
+  }
+
+  /// Runs this graph as a subgraph of the run whose node `ctx` belongs to: under the node's
+  /// checkpoint namespace ("node:task", or "node" for SubgraphCheckpointer::persistent), with the
+  /// parent's checkpointer unless it has its own, continuing its checkpoint when the parent
+  /// resumes. Its interrupts interrupt the parent (GraphInterrupt); a Command to the parent
+  /// leaves as ParentCommand. `given` may add configurable values, context and metadata.
+  RunResult<S> run_nested(detail::RunRequest<S>&& request, const RunConfig& given,
+                          detail::StreamSpec<S>* user_stream, Context& ctx) const {
+    detail::RunHooks& hooks = ctx.run_hooks();
+    RunConfig config = hooks.config();
+    config.interrupt_before.clear();
+    config.interrupt_after.clear();
+    config.checkpoint_id.clear();
+    config.run_id.clear();
+    if (!given.configurable.is_null()) config.configurable = given.configurable;
+    if (!given.context.is_null()) config.context = given.context;
+    if (!given.metadata.is_null()) config.metadata = given.metadata;
+    const std::string task = std::string(ctx.node()) + ":" + std::string(ctx.task_id());
+    config.checkpoint_ns = (config.checkpoint_ns.empty() ? "" : config.checkpoint_ns + "|") + task;
+    // A persistent subgraph keeps one namespace per place in the graph: no task ids.
+    if (def_->options.subgraph_checkpointer == SubgraphCheckpointer::persistent)
+      config.checkpoint_ns = detail::without_task_ids(config.checkpoint_ns);
+    // The second and later graphs a task runs get their own namespace.
+    if (const int call = detail::ContextAccess::task(ctx).subgraph_calls++; call > 0)
+      config.checkpoint_ns += "|" + std::to_string(call);
+    Checkpointer* saver = def_->options.checkpointer ? def_->options.checkpointer.get()
+                          : def_->options.subgraph_checkpointer == SubgraphCheckpointer::disabled
+                              ? nullptr
+                              : hooks.checkpointer();
+    if (saver && hooks.resuming()) request.continue_saved = true;
+    if (request.command && !saver) {
+      throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
+    }
+
+    detail::StreamSpec<S> spec;
+    detail::StreamSpec<S>* stream = user_stream;
+    const StreamModes modes = hooks.subgraph_modes();
+    if (!stream && !modes.empty()) {
+      spec.modes = modes;
+      spec.ns = hooks.stream_ns();
+      spec.ns.push_back(task);
+      forward_events_to_parent(spec, hooks);
+      stream = &spec;
+    }
+    detail::Runner<S> runner(def_, config, stream, saver, hooks.store(), &hooks);
+    RunResult<S> result = runner.run(std::move(request));
+    if (result.interrupted()) throw detail::GraphInterrupt{std::move(result.interrupts)};
+    return result;
+  }
+
+  /// Sends a subgraph's events to the parent run's stream (all of them when the parent has the
+  /// same state type; custom, debug and interrupt events otherwise).
+  static void forward_events_to_parent(detail::StreamSpec<S>& spec, detail::RunHooks& hooks) {
+    spec.sink = [&hooks](StreamEvent<S>&& e) {
+      detail::ForeignEvent out{e.mode, e.step, e.node, e.ns, e.data, e.interrupts, e.cached, {}};
+      out.typed = std::move(e);
+      hooks.forward_event(std::move(out));
+    };
   }
 
   std::shared_ptr<const detail::GraphDef<S>> def_;

@@ -2,6 +2,7 @@
 
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/json.hpp>
+#include <stategraph/core/managed.hpp>
 #include <stategraph/core/schema.hpp>
 
 #include <optional>

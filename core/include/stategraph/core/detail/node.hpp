@@ -54,6 +54,8 @@ template <class T>
 struct IsCommand : std::false_type {};
 template <class S>
 struct IsCommand<Command<S>> : std::true_type {};
+template <class S>
+struct IsCommand<std::vector<Command<S>>> : std::true_type {};
 
 /// Converts what a user function returned into a Command.
 template <State S, class R>
@@ -65,7 +67,8 @@ Command<S> to_command(R&& result) {
     return Command<S>{std::forward<R>(result), {}, {}, {}};
   } else {
     static_assert(sizeof(D) == 0,
-                  "a node must return sg::Update<State>, sg::Command<State> or void");
+                  "a node must return sg::Update<State>, sg::Command<State>, "
+                  "std::vector<sg::Command<State>> or void");
   }
 }
 
@@ -91,6 +94,15 @@ Command<S> invoke_node(const F& fn, const In& input, Context& ctx) {
   if constexpr (std::is_void_v<R>) {
     call_with_context(fn, input, ctx);
     return Command<S>{};
+  } else if constexpr (std::is_same_v<std::remove_cvref_t<R>, std::vector<Command<S>>>) {
+    // Several Commands: the first is the task's output, the executor takes the others from the
+    // task (their updates apply after it, their gotos add to it).
+    std::vector<Command<S>> commands = call_with_context(fn, input, ctx);
+    if (commands.empty()) return Command<S>{};
+    Command<S> first = std::move(commands.front());
+    commands.erase(commands.begin());
+    if (!commands.empty()) ContextAccess::task(ctx).more_updates = std::move(commands);
+    return first;
   } else {
     return to_command<S>(call_with_context(fn, input, ctx));
   }

@@ -8,6 +8,7 @@
 // After all finish, their writes are applied field by field in task order, the routers and
 // Commands pick the next tasks, and the stream gets its events.
 
+#include <stategraph/core/cache.hpp>
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/detail/node.hpp>
@@ -145,9 +146,9 @@ struct RunShared final : RunHooks {
   bool stream_custom = false;
   StreamModes sub_modes{};
   std::vector<std::string> ns;
-  void* sink = nullptr;
   std::thread::id orchestrator;
-  std::function<void(Custom&&)> deliver_custom;  // orchestrator thread only
+  std::function<void(Custom&&)> deliver_custom;       // orchestrator thread only
+  std::function<void(ForeignEvent&&)> deliver_child;  // orchestrator thread only
 
   std::mutex mu;
   std::condition_variable cv;
@@ -158,6 +159,15 @@ struct RunShared final : RunHooks {
   std::atomic<bool> step_failed{false};
   std::atomic<bool> alive{true};
 
+  /// Resuming: the run of the node that runs this one as a subgraph (its resume values answer
+  /// ours), whether this is the first step of a resumed run, the resume map (read-only while
+  /// tasks run) and the single resume value (taken once).
+  RunHooks* parent = nullptr;
+  std::atomic<bool> resuming_step{false};
+  nlohmann::json resume_map{};
+  std::mutex resume_mu;
+  std::optional<nlohmann::json> null_resume;  // guarded by resume_mu
+
   [[nodiscard]] const RunConfig& config() const noexcept override { return cfg; }
   [[nodiscard]] Store* store() const noexcept override { return store_ptr; }
   [[nodiscard]] bool aborted() const noexcept override {
@@ -165,8 +175,25 @@ struct RunShared final : RunHooks {
   }
   [[nodiscard]] StreamModes subgraph_modes() const noexcept override { return sub_modes; }
   [[nodiscard]] const std::vector<std::string>& stream_ns() const noexcept override { return ns; }
-  [[nodiscard]] void* event_sink() const noexcept override { return sink; }
   [[nodiscard]] Checkpointer* checkpointer() const noexcept override { return saver; }
+  [[nodiscard]] bool resuming() const noexcept override {
+    return resuming_step.load(std::memory_order_relaxed);
+  }
+
+  std::optional<nlohmann::json> take_resume(const std::string& interrupt_id) override {
+    if (resume_map.is_object()) {
+      if (auto it = resume_map.find(interrupt_id); it != resume_map.end()) return *it;
+    }
+    {
+      std::lock_guard lock(resume_mu);
+      if (null_resume) {
+        std::optional<nlohmann::json> out = std::move(null_resume);
+        null_resume.reset();
+        return out;
+      }
+    }
+    return parent ? parent->take_resume(interrupt_id) : std::nullopt;
+  }
 
   void write_custom(const std::string& node, int step, nlohmann::json value) override {
     if (!stream_custom) return;
@@ -175,7 +202,12 @@ struct RunShared final : RunHooks {
     });
   }
 
-  void deliver(std::function<void()> delivery) override {
+  void forward_event(ForeignEvent&& event) override {
+    if (!deliver_child) return;
+    deliver([this, e = std::move(event)]() mutable { deliver_child(std::move(e)); });
+  }
+
+  void deliver(std::function<void()> delivery) {
     if (!alive.load()) return;
     if (std::this_thread::get_id() == orchestrator) {
       delivery();
@@ -210,33 +242,40 @@ struct TimedAttempt {
 
 /// What a run starts from: new input (applied by the START task), or the thread's checkpoint
 /// (resume / continue), optionally with a Command's resume value, update and gotos.
+/// `continue_saved`: a subgraph of a resumed parent step continues its checkpoint if it has one,
+/// and otherwise starts from `input`.
 template <State S>
 struct RunRequest {
   std::optional<Update<S>> input{};
   std::optional<nlohmann::json> resume{};
   std::optional<Update<S>> update{};
   std::vector<Goto> go_to{};
+  bool command = false;
+  bool continue_saved = false;
 };
 
 template <State S>
 class Runner {
  public:
   Runner(std::shared_ptr<const GraphDef<S>> def, const RunConfig& config, StreamSpec<S>* stream,
-         Checkpointer* inherited = nullptr, Store* inherited_store = nullptr)
+         Checkpointer* inherited = nullptr, Store* inherited_store = nullptr,
+         RunHooks* parent = nullptr)
       : def_(std::move(def)),
         topo_(def_->topo),
         stream_(stream),
         shared_(std::make_shared<RunShared>()) {
     shared_->cfg = config;
+    shared_->parent = parent;
     shared_->orchestrator = std::this_thread::get_id();
     if (stream_) {
       shared_->stream_custom = stream_->modes.has(StreamMode::custom);
       shared_->deliver_custom = [this](RunShared::Custom&& c) { emit_custom(std::move(c)); };
       if (config.stream_subgraphs) shared_->sub_modes = stream_->modes;
       shared_->ns = stream_->ns;
-      shared_->sink = &stream_->sink;
+      shared_->deliver_child = [this](ForeignEvent&& e) { emit_child(std::move(e)); };
     }
     pull_mark_.assign(topo_.node_count, 0);
+    defer_mark_.assign(topo_.node_count, 0);
     join_marks_.resize(topo_.joins.size());
     for (std::size_t j = 0; j < topo_.joins.size(); ++j)
       join_marks_[j].assign(topo_.joins[j].sources.size(), 0);
@@ -290,11 +329,11 @@ class Runner {
         loaded = tuple.has_value();
       }
     }
+    if (request.continue_saved && loaded) request.input.reset();
 
     bool skip_breakpoint = false;
-    int entry_step = -1;
     bool input_saved = false;
-    if (!request.input && pending_start_) {
+    if (!request.input && !request.command && pending_start_) {
       // The thread stopped after storing an input its START task had not applied yet.
       request.input = std::move(pending_start_);
       pending_start_.reset();
@@ -302,9 +341,12 @@ class Runner {
     }
     if (request.input) {
       // New input: the START task applies it (after an input checkpoint when persisting). On an
-      // existing thread, the previous run's unfinished tasks are dropped.
-      clear_schedule();
+      // existing thread, the previous run's unfinished tasks are dropped (a waiting edge keeps
+      // the sources it has seen, as LangGraph's barrier channels do).
+      clear_schedule(/*keep_joins=*/true);
       resumed_writes_.clear();
+      null_writes_.clear();
+      shared_->null_resume.reset();
       if (saver_ && !input_saved) {
         step_ = loaded ? step_ + 1 : -1;
         if constexpr (kJsonState<S>) start_input_ = update_to_json(*request.input);
@@ -315,7 +357,7 @@ class Runner {
       } else if (!saver_) {
         step_ = -1;
       }
-      entry_step = step_;
+      stop_ = step_ + limit + 1;
       ++step_;
       tasks_.resize(1);
       reset_task(tasks_[0], topo_.start, -1);
@@ -328,29 +370,40 @@ class Runner {
       }
       save_step();
     } else {
-      if (!saver_) throw Error(errc::kInvalidRun, "continuing a thread needs a checkpointer");
-      if (!loaded) {
-        throw Error(errc::kInvalidRun,
-                    "thread '" + shared_->cfg.thread_id + "' has no checkpoint to resume");
+      if (!saver_ || !loaded) {
+        throw EmptyInputError(
+            "Received no input for __start__" +
+            (saver_ ? ": thread '" + shared_->cfg.thread_id + "' has no checkpoint to resume"
+                    : std::string(": continuing a thread needs a checkpointer")));
       }
-      entry_step = step_;
-      if (!shared_->cfg.checkpoint_id.empty() && !request.resume) {
-        // Time travel: replay from an older checkpoint on a new branch; its saved writes are stale.
+      stop_ = step_ + 1 + limit + 1;
+      // Replaying an older checkpoint (not answering its interrupts): a new branch, on which
+      // every task runs again and interrupts fire again.
+      const bool time_travel = !shared_->cfg.checkpoint_id.empty() && !request.resume;
+      if (time_travel) {
+        shared_->null_resume.reset();
         resumed_writes_.clear();
+      }
+      if (request.command) {
+        if (!request.resume && !request.update && request.go_to.empty())
+          throw EmptyInputError("Received empty Command input");
+        if (request.resume) answer_interrupts(std::move(*request.resume));
+        if (request.update || !request.go_to.empty())
+          apply_command(std::move(request.update), std::move(request.go_to));
+      }
+      if (time_travel && loaded_source_ != "update" && loaded_source_ != "fork") {
         save_checkpoint("fork");
-      } else {
-        skip_breakpoint = resumed_writes_.count(std::string(kRunTaskId)) > 0;
       }
-      if (request.update || !request.go_to.empty()) {
-        apply_command(std::move(request.update), std::move(request.go_to));
-        skip_breakpoint = false;
-      }
+      // A resumed run does not stop again at the breakpoint it stopped at (LangGraph: nothing
+      // changed since the last interrupt).
+      skip_breakpoint = true;
+      shared_->resuming_step.store(true);
+      emit_values({});
     }
-    resume_ = std::move(request.resume);
 
     for (++step_;; ++step_) {
       check_cancelled();
-      if (step_ > entry_step + limit + 1) {
+      if (step_ > stop_) {
         throw GraphRecursionError("Recursion limit of " + std::to_string(limit) +
                                   " reached without hitting a stop condition. You can increase the "
                                   "limit by setting the `recursion_limit` config key.");
@@ -360,11 +413,11 @@ class Runner {
       restore_task_writes();
       if (!skip_breakpoint &&
           (hits(topo_.interrupt_before) || hits_config(shared_->cfg.interrupt_before))) {
-        save_run_write(kBreakpointWrite, true);
         finish_persisting();
-        return interrupted({});
+        return interrupted({}, /*breakpoint=*/true);
       }
       skip_breakpoint = false;
+      set_managed_values();
       execute_tasks();
       if (auto error = first_error()) {
         finish_persisting();
@@ -372,15 +425,18 @@ class Runner {
       }
       if (auto pending = collect_interrupts(); !pending.empty()) {
         finish_persisting();
-        return interrupted(std::move(pending));
+        return interrupted(std::move(pending), /*breakpoint=*/false);
       }
       raise_parent_commands();
       finish_step();
       save_step();
+      shared_->resuming_step.store(false);
+      resumed_writes_.clear();
+      shared_->null_resume.reset();
       if (hits(topo_.interrupt_after) || hits_config(shared_->cfg.interrupt_after)) {
         finish_persisting();
         prepare_tasks();
-        return interrupted({});
+        return interrupted({}, /*breakpoint=*/true);
       }
     }
     finish_persisting();
@@ -390,40 +446,61 @@ class Runner {
     return result;
   }
 
-  /// The snapshot of the checkpoint `config` names (latest when it names none).
+  /// The snapshot of the checkpoint `config` names (latest when it names none). For the latest
+  /// checkpoint, the writes of tasks that finished are part of the values and those tasks are
+  /// not in `next` (LangGraph's get_state).
   std::optional<StateSnapshot<S>> snapshot() {
     auto loaded = saver_->get_tuple(CheckpointConfig{
         shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
     if (!loaded) return std::nullopt;
-    return snapshot_of(*loaded);
+    return snapshot_of(*loaded, shared_->cfg.checkpoint_id.empty());
   }
 
-  /// The snapshot of a loaded checkpoint.
-  StateSnapshot<S> snapshot_of(const CheckpointTuple& tuple) {
+  /// The snapshot of a loaded checkpoint; `apply_finished`: apply the writes of its finished
+  /// tasks (get_state of the latest checkpoint) or not (history, explicit checkpoint ids).
+  StateSnapshot<S> snapshot_of(const CheckpointTuple& tuple, bool apply_finished = false) {
     restore(tuple);
     ++step_;
     prepare_tasks();
     restore_task_writes();
     StateSnapshot<S> out;
+    if (pending_start_) {
+      // An input checkpoint: START applies the input next.
+      Task start;
+      reset_task(start, topo_.start, -1);
+      assign_task_id(start);
+      out.next.push_back(START);
+      out.tasks.push_back(TaskState{
+          std::string(start.info.id.data(), start.info.id.size()), START, {}, {}, nullptr});
+    }
     for (const Task& t : tasks_) {
-      out.next.push_back(name_of(t.node));
       TaskState ts;
       ts.id = std::string(t.info.id.data(), t.info.id.size());
       ts.name = name_of(t.node);
+      bool has_writes = false;  // LangGraph: any saved write but an error or an interrupt
+      nlohmann::json result = nlohmann::json::object();
       for (const auto& w : task_writes_of(t)) {
-        if (w.channel == kErrorChannel)
+        if (w.channel == kErrorChannel) {
           ts.error = w.value.is_string() ? w.value.template get<std::string>() : w.value.dump();
+          continue;
+        }
         if (w.channel == kInterruptChannel) {
           for (const auto& i : w.value) {
             ts.interrupts.push_back(Interrupt{i.value("id", std::string()),
                                               i.value("value", nlohmann::json()),
                                               i.value("node", std::string())});
           }
+          continue;
         }
+        has_writes = true;
+        if (w.channel != kGotoWrite && w.channel != kResumeChannel) result[w.channel] = w.value;
       }
+      if (has_writes) ts.result = std::move(result);
+      if (!(apply_finished && has_writes)) out.next.push_back(name_of(t.node));
       out.interrupts.insert(out.interrupts.end(), ts.interrupts.begin(), ts.interrupts.end());
       out.tasks.push_back(std::move(ts));
     }
+    if (apply_finished) (void)apply_writes_in_task_order();
     out.values = std::move(state_);
     out.config = tuple.config;
     out.metadata = tuple.metadata;
@@ -432,45 +509,115 @@ class Runner {
     return out;
   }
 
-  /// LangGraph's update_state: applies `values` as the writes of `as_node` (its reducers, then
-  /// its edges pick what runs next) in a new checkpoint with source "update". as_node END only
-  /// applies the values and clears what would run next; "__copy__" forks the checkpoint.
-  CheckpointConfig update_state(Update<S>&& values, std::optional<std::string> as_node) {
+  /// One superstep of LangGraph's bulk_update_state: each update is applied as the writes of its
+  /// `as_node` (its reducers; then its edges pick what runs next) in a new checkpoint with source
+  /// "update". Special `as_node`s: END with no values clears what would run next (the writes of
+  /// tasks that finished still apply), END with values applies them and clears; sg::INPUT stores
+  /// the values as new graph input (an "input" checkpoint: START runs next); "__copy__" copies
+  /// the checkpoint as a sibling of it (source "fork"). Returns the new checkpoint's config.
+  CheckpointConfig update_state(std::vector<StateUpdate<S>>&& updates) {
+    if (updates.empty()) throw InvalidUpdateError("No updates provided");
     auto loaded = saver_->get_tuple(CheckpointConfig{
         shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
     if (loaded) restore(*loaded);
-    if (as_node && *as_node == "__copy__") {
-      if (!loaded) throw Error(errc::kInvalidRun, "there is no checkpoint to copy");
+    const std::string first_as = updates[0].as_node.value_or("");
+    if (first_as == "__copy__") {
+      if (updates.size() > 1)
+        throw InvalidUpdateError("Cannot copy checkpoint with multiple updates");
+      if (!loaded) throw InvalidUpdateError("Cannot copy a non-existent checkpoint");
+      // A sibling of the copied checkpoint: same parent, same values.
+      stored_ = loaded->parent_config.value_or(
+          CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, {}});
+      ++step_;
+      resumed_writes_.clear();
       save_checkpoint("fork");
       finish_persisting();
       return stored_;
     }
-    int node = topo_.start;
-    if (as_node && *as_node == END) {
-      node = Topology::kEnd;
-    } else if (as_node) {
-      auto it = topo_.ids.find(*as_node);
-      if (it == topo_.ids.end())
-        throw Error(errc::kInvalidRun, "update_state: unknown node '" + *as_node + "'");
-      node = it->second;
-    } else if (loaded) {
-      node = last_writer();
+    if (first_as == INPUT) {
+      if (updates.size() > 1)
+        throw InvalidUpdateError("Cannot apply multiple updates when updating as input");
+      if (updates[0].values.empty())
+        throw InvalidUpdateError("Received no input writes for __start__");
+      if constexpr (kJsonState<S>) start_input_ = update_to_json(updates[0].values);
+      step_ = loaded ? step_ + 1 : -1;
+      save_checkpoint("input");
+      finish_persisting();
+      return stored_;
     }
-    if (!loaded) step_ = -1;
-    ++step_;
-    clear_schedule();
-    resumed_writes_.clear();
-    if (node == Topology::kEnd) {
-      tasks_.clear();
-      Update<S> update = std::move(values);
-      apply_update(state_, std::move(update), "__end__");
-      changed_all_fields_ = true;
+    if (first_as == END) {
+      if (updates.size() > 1)
+        throw InvalidUpdateError("Cannot apply multiple updates when clearing state");
+      ++step_;
+      if (loaded) {
+        // The tasks that finished keep their writes (and their edges); the others are dropped.
+        prepare_tasks();
+        restore_task_writes();
+        std::erase_if(tasks_, [](const Task& t) { return !t.restored; });
+        if (!tasks_.empty()) finish_step();
+      } else {
+        tasks_.clear();
+      }
+      resumed_writes_.clear();
+      if (!updates[0].values.empty()) {
+        Update<S> values = std::move(updates[0].values);
+        apply_update_to_state(std::move(values), END);
+      }
+      save_checkpoint("update");
+      finish_persisting();
+      return stored_;
+    }
+    std::vector<int> nodes;
+    if (updates.size() == 1) {
+      nodes.push_back(update_target(updates[0].as_node, loaded.has_value()));
     } else {
-      tasks_.resize(1);
-      reset_task(tasks_[0], node, -1);
-      tasks_[0].output.emplace(Command<S>{std::move(values), {}, {}, {}});
-      finish_step();
+      for (const auto& u : updates) {
+        if (!u.as_node)
+          throw InvalidUpdateError("as_node is required when applying multiple updates");
+        nodes.push_back(update_target(u.as_node, true));
+      }
     }
+    // The ids the checkpoint's next tasks would have: the update's writes are saved against the
+    // checkpoint under them, so history shows them as those tasks' results (as LangGraph does).
+    std::vector<std::string> task_ids(updates.size());
+    if (loaded) {
+      ++step_;
+      prepare_tasks();
+      std::vector<bool> used(tasks_.size(), false);
+      for (std::size_t u = 0; u < updates.size(); ++u) {
+        if (updates[u].task_id) {
+          task_ids[u] = *updates[u].task_id;
+          continue;
+        }
+        for (std::size_t k = 0; k < tasks_.size(); ++k) {
+          if (used[k] || tasks_[k].node != nodes[u]) continue;
+          used[k] = true;
+          task_ids[u] = std::string(tasks_[k].info.id.data(), tasks_[k].info.id.size());
+          break;
+        }
+      }
+      --step_;
+    } else {
+      step_ = -1;
+    }
+    ++step_;
+    // LangGraph's update bumps a step: scheduled nodes and Sends are dropped, a waiting edge keeps
+    // the sources it has seen.
+    clear_schedule(/*keep_joins=*/true);
+    resumed_writes_.clear();
+    tasks_.resize(updates.size());
+    for (std::size_t u = 0; u < updates.size(); ++u) {
+      reset_task(tasks_[u], nodes[u], -1);
+      tasks_[u].output.emplace(Command<S>{std::move(updates[u].values), {}, {}, {}});
+      if (loaded && !task_ids[u].empty() && nodes[u] != topo_.start) {
+        if constexpr (kJsonState<S>) {
+          std::vector<std::pair<std::string, nlohmann::json>> writes;
+          append_field_writes(tasks_[u].output->update, writes);
+          if (!writes.empty()) save_writes(task_ids[u], std::move(writes));
+        }
+      }
+    }
+    finish_step();
     save_checkpoint("update");
     finish_persisting();
     return stored_;
@@ -486,8 +633,13 @@ class Runner {
     std::exception_ptr error;
     std::vector<Interrupt> interrupts;
     std::vector<Goto> routes;
+    /// Writes besides `output->update`, applied around it in this order: messages the node
+    /// pushed (before), the updates of its second and later Commands (after).
+    std::vector<Update<S>> pushed;
+    std::vector<Update<S>> more;
     bool ran = false;
     bool restored = false;  // its writes were saved before a crash or interrupt: not run again
+    bool cached = false;    // its writes came from the node cache
   };
   struct PendingSend {
     int node;
@@ -511,10 +663,17 @@ class Runner {
     t.info.interrupts_seen = 0;
     t.output.reset();
     t.error = nullptr;
+    t.info.stop = stop_;
+    t.info.pushed.clear();
+    t.info.more_updates.reset();
+    t.info.subgraph_calls = 0;
     t.interrupts.clear();
     t.routes.clear();
+    t.pushed.clear();
+    t.more.clear();
     t.ran = false;
     t.restored = false;
+    t.cached = false;
   }
 
   /// Deterministic task id: a hash of the thread, step, node and Send index.
@@ -534,8 +693,16 @@ class Runner {
     for (int i = 15; i >= 0; --i, h >>= 4) t.info.id[static_cast<std::size_t>(i)] = kHex[h & 0xF];
   }
 
-  /// Builds this step's tasks from what the previous step triggered.
+  /// Builds this step's tasks from what the previous step triggered. Deferred nodes run once
+  /// nothing else is left to run.
   void prepare_tasks() {
+    if (next_pull_.empty() && next_push_.empty() && !deferred_.empty()) {
+      for (int node : deferred_) {
+        defer_mark_[static_cast<std::size_t>(node)] = 0;
+        pull_mark_[static_cast<std::size_t>(node)] = 1;
+      }
+      next_pull_.swap(deferred_);
+    }
     tasks_.resize(next_pull_.size() + next_push_.size());
     std::sort(next_pull_.begin(), next_pull_.end(), [&](int a, int b) {
       return topo_.rank[static_cast<std::size_t>(a)] < topo_.rank[static_cast<std::size_t>(b)];
@@ -568,11 +735,23 @@ class Runner {
     });
   }
 
-  RunResult<S> interrupted(std::vector<Interrupt> interrupts) {
+  /// The result of a run that stops: at a breakpoint (interrupt_before/after), or because nodes
+  /// called interrupt(). In the second case the writes of the step's tasks that finished are
+  /// applied to the returned state (not to a checkpoint: they are saved as pending writes), and
+  /// `next` leaves those tasks out.
+  RunResult<S> interrupted(std::vector<Interrupt> interrupts, bool breakpoint) {
     RunResult<S> result;
     result.status = RunStatus::interrupted;
+    if (breakpoint) {
+      for (const Task& t : tasks_) result.next.push_back(name_of(t.node));
+      emit_interrupt_update({});
+    } else {
+      for (const Task& t : tasks_) {
+        if (!t.output) result.next.push_back(name_of(t.node));
+      }
+      if (apply_writes_in_task_order()) emit_values({});
+    }
     result.interrupts = std::move(interrupts);
-    for (const Task& t : tasks_) result.next.push_back(name_of(t.node));
     result.state = std::move(state_);
     return result;
   }
@@ -590,19 +769,47 @@ class Runner {
   /// Runs one task to completion (with its retries) on the calling thread.
   void run_task(Task& t) {
     const auto& entry = def_->nodes[static_cast<std::size_t>(t.node)];
+    std::optional<std::string> cache_key;
+    if (entry.options.cache_policy && def_->options.cache) {
+      cache_key = cache_key_of(t, *entry.options.cache_policy);
+      if (take_cached(t, *cache_key)) return;
+    }
     TaskInput<S> input{&state_, t.arg.has_value() ? &t.arg : nullptr};
     for (int attempt = 1;; ++attempt) {
       t.info.attempt = attempt;
       t.info.interrupts_seen = 0;
+      t.info.pushed.clear();
+      t.info.more_updates.reset();
+      t.info.subgraph_calls = 0;
       try {
         Context ctx(*shared_, t.info);
         CurrentContextGuard guard(&ctx);
         t.output.emplace(entry.fn(input, ctx));
+        collect_extras(t, t.info);
         t.ran = true;
+        if (cache_key) put_cached(t, *cache_key, *entry.options.cache_policy);
         return;
       } catch (GraphInterrupt& gi) {
         t.interrupts = std::move(gi.interrupts);
         t.ran = true;
+        return;
+      } catch (ParentCommand& pc) {
+        // A subgraph run by this node sent a Command to its parent: this node's output.
+        if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
+          t.output = std::move(*command);
+          t.ran = true;
+          return;
+        }
+        if (!pc.has_update) {
+          t.output.emplace(Command<S>{{}, std::move(pc.go_to), {}, {}});
+          t.ran = true;
+          return;
+        }
+        t.error = std::make_exception_ptr(
+            Error(errc::kInvalidRun,
+                  "a Command to the parent graph with an update needs the parent's state type"));
+        t.ran = true;
+        shared_->step_failed.store(true);
         return;
       } catch (...) {
         auto error = std::current_exception();
@@ -648,6 +855,13 @@ class Runner {
     shared_->step_failed.store(false);
     if (streams(StreamMode::debug)) {
       for (const Task& t : tasks_) emit_debug_start(t);
+    }
+    if (streams(StreamMode::updates)) {
+      // Tasks whose writes were saved before are not run again; their updates are streamed as
+      // cached (LangGraph replays them at the start of the step).
+      for (const Task& t : tasks_) {
+        if (t.restored) emit_task_finished(t, /*replayed=*/true);
+      }
     }
     if (writer_) writer_->start_if_due(step_may_be_long());
     if (tasks_.size() == 1 && !is_timed(tasks_[0])) {
@@ -764,6 +978,16 @@ class Runner {
         attempt->output.emplace(def->nodes[static_cast<std::size_t>(node)].fn(input, ctx));
       } catch (GraphInterrupt& gi) {
         attempt->interrupts = std::move(gi.interrupts);
+      } catch (ParentCommand& pc) {
+        if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
+          attempt->output = std::move(*command);
+        } else if (!pc.has_update) {
+          attempt->output.emplace(Command<S>{{}, std::move(pc.go_to), {}, {}});
+        } else {
+          attempt->error = std::make_exception_ptr(
+              Error(errc::kInvalidRun,
+                    "a Command to the parent graph with an update needs the parent's state type"));
+        }
       } catch (...) {
         attempt->error = std::current_exception();
       }
@@ -801,6 +1025,16 @@ class Runner {
         if (!a.error) {
           t.output = std::move(a.output);
           t.interrupts = std::move(a.interrupts);
+          t.info.resume = std::move(a.info.resume);
+          if (t.output) {
+            try {
+              collect_extras(t, a.info);
+            } catch (...) {
+              t.output.reset();
+              t.error = std::current_exception();
+              shared_->step_failed.store(true);
+            }
+          }
           t.ran = true;
           slot.done = true;
           emit_task_finished(t);
@@ -928,7 +1162,9 @@ class Runner {
       }
       Command<S> command = std::move(*t.output);
       command.graph.clear();
-      throw ParentCommand{std::any(std::move(command))};
+      std::vector<Goto> go_to = command.go_to;
+      const bool has_update = !command.update.empty();
+      throw ParentCommand{std::any(std::move(command)), std::move(go_to), has_update};
     }
   }
 
@@ -951,39 +1187,45 @@ class Runner {
       for (Task& t : tasks_) {
         if (topo_.branches_of[static_cast<std::size_t>(t.node)].empty()) continue;
         S local = state_;
-        Update<S> own = t.output->update;
-        apply_update(local, std::move(own), name_of(t.node));
+        for (const auto& u : t.pushed) apply_update(local, Update<S>(u), name_of(t.node));
+        apply_update(local, Update<S>(t.output->update), name_of(t.node));
+        for (const auto& u : t.more) apply_update(local, Update<S>(u), name_of(t.node));
         route(t, local);
       }
     }
-    apply_writes_in_task_order();
+    const bool wrote = apply_writes_in_task_order();
     if (single) route(tasks_[0], state_);
-    if (stream_ && stream_->modes.has(StreamMode::values)) {
-      StreamEvent<S> e;
-      e.mode = StreamMode::values;
-      e.step = step_;
-      e.ns = stream_->ns;
-      e.values = state_;
-      stream_->sink(std::move(e));
-    }
+    if (wrote) emit_values({});
     schedule_next();
   }
 
-  void apply_writes_in_task_order() {
+  /// Applies the writes of the step's tasks that have an output, field by field in task order
+  /// (a task's pushed messages, then its update, then its further Commands' updates). Returns
+  /// whether any field was written. Writes to managed values are ignored.
+  bool apply_writes_in_task_order() {
+    bool wrote = false;
     names_.clear();
     for_each_field<S>([&](auto i) {
       using R = typename field_t<S, i>::reducer_type;
+      if constexpr (kManagedValue<typename field_t<S, i>::value_type>) return;
       auto& writes = std::get<i>(scratch_);
       writes.clear();
       names_.clear();
-      for (Task& t : tasks_) {
-        if (auto& slot = t.output->update.template slot<i>()) {
+      auto add = [&](Task& t, Update<S>& u) {
+        if (auto& slot = u.template slot<i>()) {
           writes.push_back(&*slot);
           names_.push_back(name_of(t.node));
         }
+      };
+      for (Task& t : tasks_) {
+        if (!t.output) continue;
+        for (auto& u : t.pushed) add(t, u);
+        add(t, t.output->update);
+        for (auto& u : t.more) add(t, u);
       }
       if (writes.empty()) return;
       changed_[i] = 1;
+      wrote = true;
       if constexpr (CachedReducer<R>) {
         apply_writes<R>(field_reducer<S, i>(), field_value<i>(state_),
                         std::span<Write<R>* const>(writes), names_, field_t<S, i>::name,
@@ -993,6 +1235,7 @@ class Runner {
                         std::span<Write<R>* const>(writes), names_, field_t<S, i>::name);
       }
     });
+    return wrote;
   }
 
   /// Evaluates the task's routers on `view`.
@@ -1024,6 +1267,13 @@ class Runner {
 
   void trigger(int node) {
     if (node == Topology::kEnd) return;
+    if (node != topo_.start && def_->nodes[static_cast<std::size_t>(node)].options.defer) {
+      if (!defer_mark_[static_cast<std::size_t>(node)]) {
+        defer_mark_[static_cast<std::size_t>(node)] = 1;
+        deferred_.push_back(node);
+      }
+      return;
+    }
     if (!pull_mark_[static_cast<std::size_t>(node)]) {
       pull_mark_[static_cast<std::size_t>(node)] = 1;
       next_pull_.push_back(node);
@@ -1079,11 +1329,17 @@ class Runner {
     return CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, current_id_};
   }
 
-  void clear_schedule() {
+  /// Forgets what was scheduled to run next. `keep_joins`: waiting edges keep the sources they
+  /// have seen (LangGraph's barrier channels survive a new input and update_state).
+  void clear_schedule(bool keep_joins = false) {
     for (int node : next_pull_) pull_mark_[static_cast<std::size_t>(node)] = 0;
+    for (int node : deferred_) defer_mark_[static_cast<std::size_t>(node)] = 0;
     next_pull_.clear();
+    deferred_.clear();
     next_push_.clear();
-    for (auto& marks : join_marks_) std::fill(marks.begin(), marks.end(), 0);
+    if (!keep_joins) {
+      for (auto& marks : join_marks_) std::fill(marks.begin(), marks.end(), 0);
+    }
   }
 
   /// Whether this run's thread can be kept in (and taken from) the graph's recent threads: the
@@ -1136,7 +1392,9 @@ class Runner {
     stored_ = CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id};
     current_id_ = checkpoint_id;
     saved_step_ = step_;
+    loaded_source_ = "loop";
     resumed_writes_.clear();
+    null_writes_.clear();
   }
 
   /// Loads a checkpoint into the run: state, what runs next, versions, saved writes.
@@ -1213,10 +1471,65 @@ class Runner {
       stored_ = tuple.config;
       current_id_ = tuple.config.checkpoint_id;
       saved_step_ = step_;
+      loaded_source_ = tuple.metadata.value("source", std::string());
       above_thread_versions_ = !shared_->cfg.checkpoint_id.empty();
       resumed_writes_.clear();
-      for (const auto& w : tuple.pending_writes) resumed_writes_[w.task_id].push_back(w);
+      shared_->null_resume.reset();
+      null_writes_.clear();
+      std::vector<const PendingWrite*> null_writes;
+      for (const auto& w : tuple.pending_writes) {
+        if (w.task_id == kRunTaskId) {
+          null_writes.push_back(&w);
+          if (!special_write_index(w.channel)) null_writes_.emplace_back(w.channel, w.value);
+        } else {
+          resumed_writes_[w.task_id].push_back(w);
+        }
+      }
+      apply_null_writes(null_writes);
     }
+  }
+
+  /// Applies the writes a resuming Command saved against the checkpoint (LangGraph's NULL task
+  /// writes): its update, its gotos and its resume value.
+  void apply_null_writes(const std::vector<const PendingWrite*>& writes) {
+    if constexpr (kJsonState<S>) {
+      for (const PendingWrite* w : writes) {
+        if (w->channel == kResumeChannel) {
+          shared_->null_resume = w->value;
+        } else if (w->channel == kGotoWrite) {
+          for (const auto& go : w->value) {
+            Goto target = goto_from_json(go);
+            follow(target, "a saved Command");
+          }
+        } else if (w->channel != kBreakpointWrite) {
+          Update<S> update;
+          detail::visit_field_named<S>(w->channel, [&](auto i) {
+            update.template slot<i>() =
+                write_from_json<typename field_t<S, i>::reducer_type>(w->value);
+          });
+          apply_update_to_state(std::move(update), INPUT);
+        }
+      }
+    }
+  }
+
+  /// Applies `update` to the run's state outside a superstep (a Command's update, update_state
+  /// as END): the fields it sets are stored with the next checkpoint.
+  void apply_update_to_state(Update<S>&& update, std::string_view writer) {
+    for_each_field<S>([&](auto i) {
+      if constexpr (kManagedValue<typename field_t<S, i>::value_type>) {
+        update.template slot<i>().reset();
+      } else if (update.template slot<i>()) {
+        changed_[i] = 1;
+      }
+    });
+    apply_update(state_, std::move(update), writer);
+    for_each_field<S>([&](auto i) {
+      using R = typename field_t<S, i>::reducer_type;
+      if constexpr (CachedReducer<R>) {
+        if (changed_[i]) std::get<i>(caches_).overwritten(field_value<i>(state_));
+      }
+    });
   }
 
   [[nodiscard]] const std::vector<PendingWrite>& task_writes_of(const Task& t) const {
@@ -1225,91 +1538,148 @@ class Runner {
     return it == resumed_writes_.end() ? none : it->second;
   }
 
-  /// Applies the writes saved for this step's tasks: finished tasks are not run again, resume
-  /// values reach interrupted tasks, and the run's resume value is matched to an interrupt.
+  /// Applies the writes saved for this step's tasks: finished tasks are not run again, and
+  /// interrupted tasks get the resume values their interrupt() calls returned before.
   void restore_task_writes() {
-    if (!saver_ || resumed_writes_.empty()) {
-      resume_.reset();
-      return;
-    }
-    std::vector<std::pair<std::string, std::size_t>> pending;  // interrupt id -> task
-    for (std::size_t index = 0; index < tasks_.size(); ++index) {
-      Task& t = tasks_[index];
+    if (!saver_ || resumed_writes_.empty()) return;
+    for (Task& t : tasks_) {
       const auto& writes = task_writes_of(t);
-      const bool finished = std::any_of(writes.begin(), writes.end(), [](const PendingWrite& w) {
-        return w.channel == kGotoWrite;
-      });
+      bool finished = false;
       for (const auto& w : writes) {
+        if (w.channel == kGotoWrite) finished = true;
         if (w.channel == kResumeChannel && w.value.is_array())
           t.info.resume = w.value.template get<std::vector<nlohmann::json>>();
-        if (w.channel == kInterruptChannel && w.value.is_array() && !finished) {
-          for (const auto& i : w.value) pending.emplace_back(i.value("id", std::string()), index);
-        }
       }
-      if (finished) restore_output(t, writes);
-    }
-    if (resume_ && !pending.empty()) {
-      std::vector<std::pair<std::size_t, nlohmann::json>> answers;
-      const bool as_map =
-          resume_->is_object() && !resume_->empty() &&
-          std::all_of(resume_->items().begin(), resume_->items().end(), [&](const auto& kv) {
-            return std::any_of(pending.begin(), pending.end(),
-                               [&](const auto& p) { return p.first == kv.key(); });
-          });
-      if (as_map) {
-        for (const auto& [id, index] : pending) {
-          if (resume_->contains(id)) answers.emplace_back(index, (*resume_)[id]);
-        }
-      } else {
-        if (pending.size() > 1) {
-          throw Error(errc::kInvalidRun,
-                      "there are " + std::to_string(pending.size()) +
-                          " pending interrupts: resume with a map from interrupt id to value");
-        }
-        answers.emplace_back(pending[0].second, *resume_);
-      }
-      for (auto& [index, value] : answers) {
-        Task& t = tasks_[index];
-        t.info.resume.push_back(std::move(value));
-        save_writes(std::string(t.info.id.data(), t.info.id.size()),
-                    {{std::string(kResumeChannel), nlohmann::json(t.info.resume)}});
+      if (finished) {
+        restore_output(t, writes);
+        t.restored = true;
       }
     }
-    resume_.reset();
   }
 
-  /// Rebuilds a finished task's output from its saved writes.
+  /// Number of interrupts of the checkpoint that no resume value answered yet (LangGraph's
+  /// hanging interrupts).
+  [[nodiscard]] std::size_t hanging_interrupts() const {
+    std::size_t count = 0;
+    for (const auto& [task_id, writes] : resumed_writes_) {
+      const bool resumed = std::any_of(writes.begin(), writes.end(), [](const PendingWrite& w) {
+        return w.channel == kResumeChannel;
+      });
+      if (resumed) continue;
+      for (const auto& w : writes) {
+        if (w.channel == kInterruptChannel && w.value.is_array()) count += w.value.size();
+      }
+    }
+    return count;
+  }
+
+  /// A Command's resume value: a map from interrupt ids to values answers those interrupts (in
+  /// subgraphs too); any other value answers the first interrupt() call of the resumed tasks.
+  void answer_interrupts(nlohmann::json resume) {
+    const bool as_map = resume.is_object() && !resume.empty() &&
+                        std::all_of(resume.items().begin(), resume.items().end(),
+                                    [](const auto& kv) { return is_interrupt_id(kv.key()); });
+    if (as_map) {
+      shared_->resume_map = std::move(resume);
+      return;
+    }
+    if (hanging_interrupts() > 1) {
+      throw Error(errc::kInvalidRun,
+                  "When there are multiple pending interrupts, you must specify the interrupt id "
+                  "when resuming. Docs: "
+                  "https://docs.langchain.com/oss/python/langgraph/"
+                  "add-human-in-the-loop#resume-multiple-interrupts-with-one-invocation.");
+    }
+    save_writes(std::string(kRunTaskId), {{std::string(kResumeChannel), resume}});
+    shared_->null_resume = std::move(resume);
+  }
+
+  /// Interrupt ids are 16 lowercase hex digits.
+  [[nodiscard]] static bool is_interrupt_id(std::string_view key) {
+    return key.size() == 16 && std::all_of(key.begin(), key.end(), [](char c) {
+             return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+           });
+  }
+
+  /// A saved goto: a node name, or {"node", "arg"} for a Send.
+  Goto goto_from_json(const nlohmann::json& go) const {
+    if (go.is_string()) return Goto(go.get<std::string>());
+    const std::string node = go.value("node", std::string());
+    const int id = topo_.resolve(node, "a saved Send");
+    return Goto(Send(node, def_->nodes[static_cast<std::size_t>(id)].read_arg(
+                               go.value("arg", nlohmann::json()))));
+  }
+
+  /// Rebuilds a finished task's output from its saved (or cached) writes. A field written twice
+  /// (several Commands) goes to `more`.
   void restore_output(Task& t, const std::vector<PendingWrite>& writes) {
     if constexpr (kJsonState<S>) {
       Command<S> command;
       for (const auto& w : writes) {
         if (w.channel == kGotoWrite) {
-          for (const auto& go : w.value) {
-            if (go.is_string()) {
-              command.go_to.emplace_back(go.get<std::string>());
-            } else {
-              const std::string node = go.value("node", std::string());
-              const int id = topo_.resolve(node, "a saved Send");
-              Send send(node, def_->nodes[static_cast<std::size_t>(id)].read_arg(
-                                  go.value("arg", nlohmann::json())));
-              command.go_to.emplace_back(std::move(send));
-            }
-          }
+          for (const auto& go : w.value) command.go_to.push_back(goto_from_json(go));
+          continue;
+        }
+        if (w.channel == kErrorChannel || w.channel == kInterruptChannel ||
+            w.channel == kResumeChannel) {
           continue;
         }
         detail::visit_field_named<S>(w.channel, [&](auto i) {
-          command.update.template slot<i>() =
-              write_from_json<typename field_t<S, i>::reducer_type>(w.value);
+          auto& slot = command.update.template slot<i>();
+          auto write = write_from_json<typename field_t<S, i>::reducer_type>(w.value);
+          if (!slot) {
+            slot = std::move(write);
+            return;
+          }
+          Update<S> extra;
+          extra.template slot<i>() = std::move(write);
+          t.more.push_back(std::move(extra));
         });
       }
       t.output = std::move(command);
       t.ran = true;
-      t.restored = true;
     }
   }
 
+  /// The writes of a finished task as saved: its fields (pushed messages, update, further
+  /// Commands, in that order) and its gotos.
+  void append_field_writes(const Update<S>& update,
+                           std::vector<std::pair<std::string, nlohmann::json>>& writes) const {
+    if constexpr (kJsonState<S>) {
+      for_each_field<S>([&](auto i) {
+        if constexpr (!kManagedValue<typename field_t<S, i>::value_type>) {
+          if (const auto& slot = update.template slot<i>()) {
+            writes.emplace_back(std::string(field_t<S, i>::name),
+                                write_to_json<typename field_t<S, i>::reducer_type>(*slot));
+          }
+        }
+      });
+    }
+  }
+  std::vector<std::pair<std::string, nlohmann::json>> output_writes(const Task& t) const {
+    std::vector<std::pair<std::string, nlohmann::json>> writes;
+    for (const auto& u : t.pushed) append_field_writes(u, writes);
+    append_field_writes(t.output->update, writes);
+    for (const auto& u : t.more) append_field_writes(u, writes);
+    writes.emplace_back(std::string(kGotoWrite), gotos_json(t.output->go_to));
+    return writes;
+  }
+  nlohmann::json gotos_json(const std::vector<Goto>& go_to) const {
+    nlohmann::json gotos = nlohmann::json::array();
+    for (const auto& go : go_to) {
+      if (!go.is_send()) {
+        gotos.push_back(go.node());
+        continue;
+      }
+      auto& send = const_cast<Goto&>(go).send();
+      gotos.push_back(
+          {{"node", send.node}, {"arg", send_arg_json(send.node, send.arg, send.arg_to_json)}});
+    }
+    return gotos;
+  }
+
   /// Saves what a finished task produced against the current checkpoint: its writes, its
-  /// interrupts, or its error.
+  /// interrupts (with the resume values it used), or its error.
   void save_task_outcome(const Task& t) {
     if (!saver_ || t.restored) return;
     if constexpr (kJsonState<S>) {
@@ -1329,28 +1699,87 @@ class Runner {
           list.push_back({{"id", i.id}, {"value", i.value}, {"node", i.node}});
         writes.emplace_back(std::string(kInterruptChannel), std::move(list));
       } else if (t.output) {
-        for_each_field<S>([&](auto i) {
-          if (const auto& slot = t.output->update.template slot<i>()) {
-            writes.emplace_back(std::string(field_t<S, i>::name),
-                                write_to_json<typename field_t<S, i>::reducer_type>(*slot));
-          }
-        });
-        nlohmann::json gotos = nlohmann::json::array();
-        for (const auto& go : t.output->go_to) {
-          if (!go.is_send()) {
-            gotos.push_back(go.node());
-            continue;
-          }
-          auto& send = const_cast<Goto&>(go).send();
-          gotos.push_back(
-              {{"node", send.node}, {"arg", send_arg_json(send.node, send.arg, send.arg_to_json)}});
-        }
-        writes.emplace_back(std::string(kGotoWrite), std::move(gotos));
+        writes = output_writes(t);
       } else {
         return;
       }
+      if (!t.info.resume.empty())
+        writes.emplace_back(std::string(kResumeChannel), nlohmann::json(t.info.resume));
       save_writes(std::string(t.info.id.data(), t.info.id.size()), std::move(writes));
     }
+  }
+
+  /// Moves what a node produced besides its Command into the task: pushed messages (as updates
+  /// of their fields) and the updates and gotos of its further Commands. Throws sg::Error for a
+  /// message pushed to a field that does not hold messages.
+  void collect_extras(Task& t, TaskInfo& info) const {
+    for (auto& [field, message] : info.pushed) {
+      Update<S> u;
+      detail::visit_field_named<S>(field, [&](auto i) {
+        using U = typename field_t<S, i>::update_type;
+        if constexpr (std::is_constructible_v<U, Message>) {
+          u.template slot<i>().emplace(std::in_place_index<0>, U(std::move(message)));
+        } else {
+          throw Error(errc::kInvalidArgument,
+                      "push_message: state field '" + field + "' does not hold messages");
+        }
+      });
+      t.pushed.push_back(std::move(u));
+    }
+    info.pushed.clear();
+    if (info.more_updates.has_value()) {
+      auto* more = std::any_cast<std::vector<Command<S>>>(&info.more_updates);
+      if (more) {
+        for (auto& c : *more) {
+          t.more.push_back(std::move(c.update));
+          for (auto& go : c.go_to) t.output->go_to.push_back(std::move(go));
+        }
+      }
+      info.more_updates.reset();
+    }
+  }
+
+  // ------------------------------------------------------------------ node cache
+
+  /// The cache key of a task's input under its node's policy.
+  std::string cache_key_of(const Task& t, const CachePolicy& policy) const {
+    if constexpr (kJsonState<S>) {
+      nlohmann::json input;
+      if (t.arg.has_value()) {
+        input = send_arg_json(name_of(t.node), t.arg, {});
+      } else {
+        input = state_to_json(state_);
+        for_each_field<S>([&](auto i) {
+          if constexpr (kManagedValue<typename field_t<S, i>::value_type>)
+            input.erase(std::string(field_t<S, i>::name));
+        });
+      }
+      return policy.key ? policy.key(input) : input.dump();
+    } else {
+      throw Error(errc::kInvalidRun,
+                  "node '" + name_of(t.node) +
+                      "' has a cache policy, which needs a state whose fields convert to JSON");
+    }
+  }
+
+  /// Takes a task's writes from the cache; false on a miss.
+  bool take_cached(Task& t, const std::string& key) {
+    auto hit = def_->options.cache->get(name_of(t.node), key);
+    if (!hit || !hit->is_array()) return false;
+    std::vector<PendingWrite> writes;
+    for (const auto& w : *hit) {
+      writes.push_back(PendingWrite{{}, w.at(0).template get<std::string>(), w.at(1)});
+    }
+    restore_output(t, writes);
+    t.cached = true;
+    return true;
+  }
+
+  void put_cached(const Task& t, const std::string& key, const CachePolicy& policy) {
+    nlohmann::json entry = nlohmann::json::array();
+    for (auto& [channel, value] : output_writes(t))
+      entry.push_back(nlohmann::json::array({channel, std::move(value)}));
+    def_->options.cache->set(name_of(t.node), key, std::move(entry), policy.ttl);
   }
 
   nlohmann::json send_arg_json(
@@ -1378,11 +1807,6 @@ class Runner {
     } else {
       job();
     }
-  }
-
-  void save_run_write(std::string_view channel, nlohmann::json value) {
-    if (!saver_) return;
-    save_writes(std::string(kRunTaskId), {{std::string(channel), std::move(value)}});
   }
 
   /// After a superstep: a "loop" checkpoint.
@@ -1414,14 +1838,15 @@ class Runner {
       // channels of a stored checkpoint's put are those above stored_through_).
       const std::int64_t v = ++max_version_;
       for_each_field<S>([&](auto i) {
-        if (!changed_[i] && !changed_all_fields_) return;
+        if (!changed_[i]) return;
         versions_[std::string(field_t<S, i>::name)] = v;
         changed_[i] = 0;
       });
-      changed_all_fields_ = false;
       // The triggers of the next step (branches, joins, sends, the input) get v and earlier
       // triggers go; entries that stay are updated in place.
       for (int node : next_pull_)
+        versions_[def_->branch_channels[static_cast<std::size_t>(node)]] = v;
+      for (int node : deferred_)
         versions_[def_->branch_channels[static_cast<std::size_t>(node)]] = v;
       if (!next_push_.empty()) versions_[std::string(kTasksChannel)] = v;
       for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
@@ -1595,30 +2020,96 @@ class Runner {
     return it->second;
   }
 
-  /// A resuming Command's update and gotos: applied to the loaded state as an update checkpoint.
-  void apply_command(std::optional<Update<S>> update, std::vector<Goto> go_to) {
-    ++step_;
-    if (update) {
-      tasks_.clear();
-      Update<S> u = std::move(*update);
-      for_each_field<S>([&](auto i) {
-        if (u.template slot<i>()) changed_[i] = 1;
-      });
-      apply_update(state_, std::move(u), "__input__");
-      for_each_field<S>([&](auto i) {
-        using R = typename field_t<S, i>::reducer_type;
-        if constexpr (CachedReducer<R>) {
-          if (changed_[i]) std::get<i>(caches_).overwritten(field_value<i>(state_));
-        }
-      });
+  /// The node update_state applies an update as: `as_node`, or when none is given the only
+  /// node, START on a thread where no node ran, else the node that ran last. Throws
+  /// InvalidUpdateError (LangGraph's wording) for an unknown node or an ambiguous last node.
+  int update_target(const std::optional<std::string>& as_node, bool loaded) const {
+    if (!as_node) {
+      if (topo_.node_count == 1) return 0;
+      if (!loaded) return topo_.start;
+      return last_writer();
     }
+    if (*as_node == START) return topo_.start;
+    auto it = topo_.ids.find(*as_node);
+    if (it == topo_.ids.end() || it->second == topo_.start)
+      throw InvalidUpdateError("Node " + *as_node + " does not exist");
+    return it->second;
+  }
+
+  /// A resuming Command's update and gotos (LangGraph's NULL task writes): saved against the
+  /// checkpoint the run resumes, and applied before its next step, whose tasks keep their ids
+  /// (so their saved writes and interrupts still match).
+  void apply_command(std::optional<Update<S>> update, std::vector<Goto> go_to) {
+    if constexpr (kJsonState<S>) {
+      // The writes of earlier Commands on this checkpoint stay first (LangGraph accumulates them).
+      std::vector<std::pair<std::string, nlohmann::json>> writes = null_writes_;
+      if (!go_to.empty()) writes.emplace_back(std::string(kGotoWrite), gotos_json(go_to));
+      if (update) append_field_writes(*update, writes);
+      save_writes(std::string(kRunTaskId), std::move(writes));
+    }
+    if (update) apply_update_to_state(std::move(*update), INPUT);
     for (Goto& go : go_to) follow(go, "the resuming Command");
-    save_checkpoint("update");
+  }
+
+  /// Fills the state's managed values (RemainingSteps, IsLastStep) for this step.
+  void set_managed_values() {
+    for_each_field<S>([&](auto i) {
+      using M = typename field_t<S, i>::value_type;
+      if constexpr (std::is_same_v<M, RemainingSteps>) {
+        field_value<i>(state_).value = stop_ - step_;
+      } else if constexpr (std::is_same_v<M, IsLastStep>) {
+        field_value<i>(state_).value = step_ == stop_ - 1;
+      }
+    });
   }
 
   // ------------------------------------------------------------------ streaming
 
   [[nodiscard]] bool streams(StreamMode mode) const { return stream_ && stream_->modes.has(mode); }
+
+  /// A `values` event with the current state (and the interrupts that stopped it, if any).
+  void emit_values(std::vector<Interrupt> interrupts) {
+    if (!streams(StreamMode::values)) return;
+    StreamEvent<S> e;
+    e.mode = StreamMode::values;
+    e.step = step_;
+    e.ns = stream_->ns;
+    e.values = state_;
+    e.interrupts = std::move(interrupts);
+    stream_->sink(std::move(e));
+  }
+
+  /// The `updates` event of interrupts (LangGraph's `{"__interrupt__": [...]}`).
+  void emit_interrupt_update(std::vector<Interrupt> interrupts) {
+    if (!streams(StreamMode::updates)) return;
+    StreamEvent<S> e;
+    e.mode = StreamMode::updates;
+    e.step = step_;
+    e.node = INTERRUPT;
+    e.ns = stream_->ns;
+    e.interrupts = std::move(interrupts);
+    stream_->sink(std::move(e));
+  }
+
+  /// A subgraph's event, in this run's stream.
+  void emit_child(ForeignEvent&& child) {
+    StreamEvent<S> e;
+    if (auto* typed = std::any_cast<StreamEvent<S>>(&child.typed)) {
+      e = std::move(*typed);
+    } else {
+      const bool stateless = child.mode == StreamMode::custom || child.mode == StreamMode::debug ||
+                             (child.mode == StreamMode::updates && child.node == INTERRUPT);
+      if (!stateless) return;
+      e.mode = child.mode;
+      e.step = child.step;
+      e.node = std::move(child.node);
+      e.ns = std::move(child.ns);
+      e.data = std::move(child.data);
+      e.interrupts = std::move(child.interrupts);
+      e.cached = child.cached;
+    }
+    stream_->sink(std::move(e));
+  }
 
   void emit_custom(RunShared::Custom&& c) {
     StreamEvent<S> e;
@@ -1646,7 +2137,7 @@ class Runner {
   }
 
   /// Streams a finished task: its update (updates mode) and its result (debug mode).
-  void emit_task_finished(const Task& t) {
+  void emit_task_finished(const Task& t, bool replayed = false) {
     if (!stream_) return;
     if (streams(StreamMode::updates) && t.output && t.interrupts.empty() && !t.error) {
       StreamEvent<S> e;
@@ -1655,7 +2146,15 @@ class Runner {
       e.node = name_of(t.node);
       e.ns = stream_->ns;
       e.update = t.output->update;
+      e.cached = t.cached || replayed;
       stream_->sink(std::move(e));
+    }
+    if (replayed) return;
+    if (!t.interrupts.empty()) {
+      // LangGraph: an updates chunk {"__interrupt__": [...]} and, in values mode, the state the
+      // step started from with the interrupts.
+      emit_interrupt_update(t.interrupts);
+      emit_values(t.interrupts);
     }
     if (streams(StreamMode::debug)) {
       nlohmann::json payload{{"id", std::string(t.info.id.data(), t.info.id.size())},
@@ -1706,6 +2205,10 @@ class Runner {
   std::vector<Task> tasks_;
   std::vector<int> next_pull_;
   std::vector<char> pull_mark_;
+  std::vector<int> deferred_;  // triggered deferred nodes: they run once nothing else is left
+  std::vector<char> defer_mark_;
+  int stop_ = 0;               // the last step the recursion limit allows + 1 (LangGraph's stop)
+  std::string loaded_source_;  // metadata "source" of the restored checkpoint
   std::vector<PendingSend> next_push_;
   std::vector<std::vector<char>> join_marks_;
   std::vector<std::size_t> claimable_;
@@ -1716,7 +2219,6 @@ class Runner {
 
   FieldCaches<S> caches_;
   std::vector<char> changed_;  // per field: written in the step being finished
-  bool changed_all_fields_ = false;
 
   // Persistence (with a checkpointer).
   Checkpointer* saver_ = nullptr;
@@ -1733,13 +2235,13 @@ class Runner {
   std::int64_t stored_through_ = 0;  // the highest version in a stored (or loaded) checkpoint
   std::vector<std::int64_t> stored_version_;  // per field: its last stored version, or -1
   std::map<std::string, std::vector<PendingWrite>> resumed_writes_;  // by task id
+  std::vector<std::pair<std::string, nlohmann::json>> null_writes_;  // saved by earlier Commands
   std::optional<std::pair<Checkpoint, nlohmann::json>> pending_checkpoint_;
   std::vector<
       std::tuple<std::string, std::string, std::vector<std::pair<std::string, nlohmann::json>>>>
       exit_writes_;
   std::optional<nlohmann::json> start_input_;
   std::optional<Update<S>> pending_start_;
-  std::optional<nlohmann::json> resume_;
 };
 
 }  // namespace sg::detail

@@ -88,6 +88,10 @@ struct Topology {
 /// '|' or ':').
 void check_node_name(std::string_view name);
 
+/// A checkpoint namespace without its task ids and call counters ("a:1f|b:2e|1" -> "a|b"):
+/// LangGraph's recast_checkpoint_ns.
+[[nodiscard]] std::string without_task_ids(std::string_view ns);
+
 /// Mermaid flowchart in LangGraph's style; conditional edges dashed.
 [[nodiscard]] std::string draw_mermaid(const GraphSpec& spec);
 /// Graphviz DOT; conditional edges dashed.
