@@ -669,6 +669,7 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
+    for (const auto& w : p.writes) stage_writes(staged.batch, w.config, w.writes, w.task_id, {});
     stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions);
     out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
   }
@@ -695,13 +696,20 @@ std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::strin
 void KvCheckpointer::put_writes(const CheckpointConfig& config,
                                 const std::vector<std::pair<std::string, json>>& writes,
                                 const std::string& task_id, const std::string& task_path) {
+  std::lock_guard lock(write_mu_);
+  std::vector<KvOp> batch;
+  stage_writes(batch, config, writes, task_id, task_path);
+  if (!batch.empty()) kv_->write(batch);
+}
+
+void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
+                                  const std::vector<std::pair<std::string, json>>& writes,
+                                  const std::string& task_id, const std::string& task_path) {
   if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
   if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
   check_name("thread_id", config.thread_id);
   check_name("task_id", task_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
-  std::lock_guard lock(write_mu_);
-  std::vector<KvOp> batch;
   for (std::size_t i = 0; i < writes.size(); ++i) {
     const auto& [channel, value] = writes[i];
     const auto special = special_write_index(channel);
@@ -713,7 +721,6 @@ void KvCheckpointer::put_writes(const CheckpointConfig& config,
         {KvOp::Kind::put, Column::writes, std::move(key),
          envelope(kWrite, json{{"channel", channel}, {"value", value}, {"task_path", task_path}})});
   }
-  if (!batch.empty()) kv_->write(batch);
 }
 
 std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::string& thread,

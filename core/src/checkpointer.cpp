@@ -60,7 +60,10 @@ std::string new_checkpoint_id(int step) {
 std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<CheckpointPut>& puts) {
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
-  for (const auto& p : puts) out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
+  for (const auto& p : puts) {
+    for (const auto& w : p.writes) put_writes(w.config, w.writes, w.task_id);
+    out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
+  }
   return out;
 }
 

@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <random>
+#include <system_error>
 #include <thread>
 
 namespace sg {
@@ -97,6 +98,19 @@ detail::CurrentContextGuard::~CurrentContextGuard() {
 
 bool default_retry_on(const std::exception& error) noexcept {
   if (dynamic_cast<const std::logic_error*>(&error)) return false;
+  // LangGraph retries ConnectionError but no other OSError: a system error is retried when it is
+  // about a connection.
+  if (const auto* system = dynamic_cast<const std::system_error*>(&error)) {
+    const std::error_condition c = system->code().default_error_condition();
+    for (std::errc e :
+         {std::errc::connection_refused, std::errc::connection_reset, std::errc::connection_aborted,
+          std::errc::timed_out, std::errc::network_unreachable, std::errc::network_down,
+          std::errc::network_reset, std::errc::host_unreachable, std::errc::broken_pipe,
+          std::errc::not_connected}) {
+      if (c == e) return true;
+    }
+    return false;
+  }
   if (dynamic_cast<const InvalidUpdateError*>(&error)) return false;
   if (dynamic_cast<const GraphValidationError*>(&error)) return false;
   if (dynamic_cast<const CancelledError*>(&error)) return false;

@@ -188,8 +188,7 @@ Topology compile_topology(const GraphSpec& spec, const std::vector<std::string>&
       check_known(spec, s, true, "edge");
     }
     check_known(spec, j.target, false, "edge");
-    if (j.target == END) invalid("END cannot be the end of a waiting edge");
-    check_not_send_only(spec, j.target);
+    if (j.target != END) check_not_send_only(spec, j.target);
   }
   for (const auto& b : spec.branches) {
     check_known(spec, b.source, true, "conditional edge");
@@ -247,6 +246,8 @@ Topology compile_topology(const GraphSpec& spec, const std::vector<std::string>&
   }
   t.joins_of.assign(n + 1, {});
   for (const auto& j : spec.joins) {
+    // A waiting edge into END does nothing (LangGraph adds no channel for it): the sources end.
+    if (j.target == END) continue;
     Topology::Join join{{}, id_of(j.target)};
     for (const auto& s : j.sources) join.sources.push_back(id_of(s));
     for (int s : join.sources)

@@ -91,6 +91,10 @@ class KvCheckpointer : public Checkpointer {
   void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
                  const nlohmann::json& metadata, const ChannelVersions& new_versions);
   void commit(Staged& staged);
+  /// Adds a task's writes to `batch` (put_writes' rules). Caller holds write_mu_.
+  void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
+                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
+                    const std::string& task_id, const std::string& task_path);
   LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);

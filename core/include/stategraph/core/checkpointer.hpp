@@ -120,12 +120,21 @@ inline constexpr std::string_view kScheduledChannel = "__scheduled__";
 /// `step`), strictly greater than every id made before in this process. Thread-safe.
 [[nodiscard]] std::string new_checkpoint_id(int step);
 
-/// One checkpoint for Checkpointer::put_all: the arguments of a put().
+/// A task's writes for Checkpointer::put_all: the arguments of a put_writes().
+struct WritesPut {
+  CheckpointConfig config;
+  std::string task_id;
+  std::vector<std::pair<std::string, nlohmann::json>> writes;
+};
+
+/// One checkpoint for Checkpointer::put_all: the arguments of a put(), and the writes of the
+/// tasks that produced it (saved against earlier checkpoints, before it, in the same write).
 struct CheckpointPut {
   CheckpointConfig config;
   Checkpoint checkpoint;
   nlohmann::json metadata;
   ChannelVersions new_versions;
+  std::vector<WritesPut> writes{};
 };
 
 /// Stores checkpoints of graph threads (LangGraph's BaseCheckpointSaver). Implementations are
@@ -142,10 +151,11 @@ class Checkpointer {
                                const nlohmann::json& metadata,
                                const ChannelVersions& new_versions) = 0;
 
-  /// Stores `puts` in order, as put() would, in one atomic write where the store allows it
-  /// (KvCheckpointer: one batch; a later put may build on an earlier one's values). The default
-  /// calls put() for each. Returns each stored config. Throws as put(); then, with one atomic
-  /// write, nothing is stored.
+  /// Stores `puts` in order, each one's `writes` (as put_writes() would) and then its checkpoint
+  /// (as put() would), in one atomic write where the store allows it (KvCheckpointer: one batch;
+  /// a later put may build on an earlier one's values). The default calls put_writes() and put()
+  /// for each. Returns each stored config. Throws as put(); then, with one atomic write, nothing
+  /// is stored.
   virtual std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts);
 
   /// Saves a task's writes against the checkpoint `config` names. Regular writes are kept if

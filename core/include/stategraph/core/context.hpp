@@ -30,6 +30,8 @@ struct ForeignEvent {
   std::vector<Interrupt> interrupts{};
   bool cached = false;
   std::any typed{};
+  /// The state (values events) or the update (updates events) as JSON.
+  nlohmann::json payload{};
 };
 
 /// What a node task needs from its run (implemented by the executor).

@@ -118,8 +118,9 @@ struct RetryPolicy {
 };
 
 /// The default retry predicate: retries everything except programming errors
-/// (std::logic_error and its subclasses, sg::InvalidUpdateError, sg::GraphValidationError) and
-/// cancellation. Thread-safe.
+/// (std::logic_error and its subclasses, sg::InvalidUpdateError, sg::GraphValidationError),
+/// cancellation, and std::system_errors that are not about a connection (LangGraph retries
+/// ConnectionError, not other OSErrors). Thread-safe.
 [[nodiscard]] bool default_retry_on(const std::exception& error) noexcept;
 
 /// LangGraph's CachePolicy: a node whose input was seen before (same key, within `ttl`) is not run;

@@ -575,14 +575,18 @@ class CompiledGraph {
     if (!given.configurable.is_null()) config.configurable = given.configurable;
     if (!given.context.is_null()) config.context = given.context;
     if (!given.metadata.is_null()) config.metadata = given.metadata;
-    const std::string task = std::string(ctx.node()) + ":" + std::string(ctx.task_id());
-    config.checkpoint_ns = (config.checkpoint_ns.empty() ? "" : config.checkpoint_ns + "|") + task;
-    // A persistent subgraph keeps one namespace per place in the graph: no task ids.
-    if (def_->options.subgraph_checkpointer == SubgraphCheckpointer::persistent)
-      config.checkpoint_ns = detail::without_task_ids(config.checkpoint_ns);
-    // The second and later graphs a task runs get their own namespace.
+    // The namespace: the parent's, then "node:task" (a persistent subgraph keeps one namespace
+    // per place in the graph: no task ids), then a counter for a task's second and later graphs.
+    const bool persistent = def_->options.subgraph_checkpointer == SubgraphCheckpointer::persistent;
+    std::vector<std::string> own{persistent
+                                     ? std::string(ctx.node())
+                                     : std::string(ctx.node()) + ":" + std::string(ctx.task_id())};
     if (const int call = detail::ContextAccess::task(ctx).subgraph_calls++; call > 0)
-      config.checkpoint_ns += "|" + std::to_string(call);
+      own.push_back(std::to_string(call));
+    std::string ns =
+        persistent ? detail::without_task_ids(config.checkpoint_ns) : config.checkpoint_ns;
+    for (const auto& part : own) ns += (ns.empty() ? "" : "|") + part;
+    config.checkpoint_ns = std::move(ns);
     Checkpointer* saver = def_->options.checkpointer ? def_->options.checkpointer.get()
                           : def_->options.subgraph_checkpointer == SubgraphCheckpointer::disabled
                               ? nullptr
@@ -598,7 +602,7 @@ class CompiledGraph {
     if (!stream && !modes.empty()) {
       spec.modes = modes;
       spec.ns = hooks.stream_ns();
-      spec.ns.push_back(task);
+      spec.ns.insert(spec.ns.end(), own.begin(), own.end());
       forward_events_to_parent(spec, hooks);
       stream = &spec;
     }
@@ -612,7 +616,12 @@ class CompiledGraph {
   /// same state type; custom, debug and interrupt events otherwise).
   static void forward_events_to_parent(detail::StreamSpec<S>& spec, detail::RunHooks& hooks) {
     spec.sink = [&hooks](StreamEvent<S>&& e) {
-      detail::ForeignEvent out{e.mode, e.step, e.node, e.ns, e.data, e.interrupts, e.cached, {}};
+      detail::ForeignEvent out{e.mode,       e.step,   e.node, e.ns, e.data,
+                               e.interrupts, e.cached, {},     {}};
+      if constexpr (kJsonState<S>) {
+        if (e.values) out.payload = state_to_json(*e.values);
+        if (e.update) out.payload = update_to_json(*e.update);
+      }
       out.typed = std::move(e);
       hooks.forward_event(std::move(out));
     };

@@ -237,6 +237,7 @@ struct TimedAttempt {
   std::optional<Command<S>> output;
   std::exception_ptr error;
   std::vector<Interrupt> interrupts;
+  bool interrupted = false;
   std::chrono::steady_clock::time_point deadline;
 };
 
@@ -354,6 +355,8 @@ class Runner {
         hold_puts_ = true;
         save_checkpoint("input");
         hold_puts_ = false;
+        tasks_.clear();
+        emit_debug_checkpoint(/*start_next=*/true);
       } else if (!saver_) {
         step_ = -1;
       }
@@ -362,6 +365,12 @@ class Runner {
       tasks_.resize(1);
       reset_task(tasks_[0], topo_.start, -1);
       tasks_[0].output.emplace(Command<S>{std::move(*request.input), {}, {}, {}});
+      if (saver_) {
+        // The START task's writes, against the input checkpoint (as LangGraph saves them).
+        assign_task_id(tasks_[0]);
+        tasks_[0].ran = true;
+        save_task_outcome(tasks_[0], /*with_checkpoint=*/true);
+      }
       try {
         finish_step();
       } catch (...) {
@@ -409,8 +418,9 @@ class Runner {
                                   "limit by setting the `recursion_limit` config key.");
       }
       prepare_tasks();
-      if (tasks_.empty()) break;
       restore_task_writes();
+      emit_debug_checkpoint();
+      if (tasks_.empty()) break;
       if (!skip_breakpoint &&
           (hits(topo_.interrupt_before) || hits_config(shared_->cfg.interrupt_before))) {
         finish_persisting();
@@ -423,7 +433,8 @@ class Runner {
         finish_persisting();
         raise(*error);
       }
-      if (auto pending = collect_interrupts(); !pending.empty()) {
+      bool stopped = false;
+      if (auto pending = collect_interrupts(stopped); stopped) {
         finish_persisting();
         return interrupted(std::move(pending), /*breakpoint=*/false);
       }
@@ -439,7 +450,7 @@ class Runner {
         return interrupted({}, /*breakpoint=*/true);
       }
     }
-    finish_persisting();
+    finish_persisting(/*finished=*/true);
     remember_finished();
     RunResult<S> result;
     result.state = std::move(state_);
@@ -581,6 +592,12 @@ class Runner {
     // checkpoint under them, so history shows them as those tasks' results (as LangGraph does).
     std::vector<std::string> task_ids(updates.size());
     if (loaded) {
+      const auto pull = next_pull_;
+      const auto pull_mark = pull_mark_;
+      const auto deferred = deferred_;
+      const auto defer_mark = defer_mark_;
+      const auto push = next_push_;
+      const auto joins = join_marks_;
       ++step_;
       prepare_tasks();
       std::vector<bool> used(tasks_.size(), false);
@@ -597,6 +614,12 @@ class Runner {
         }
       }
       --step_;
+      next_pull_ = pull;
+      pull_mark_ = pull_mark;
+      deferred_ = deferred;
+      defer_mark_ = defer_mark;
+      next_push_ = push;
+      join_marks_ = joins;
     } else {
       step_ = -1;
     }
@@ -638,8 +661,9 @@ class Runner {
     std::vector<Update<S>> pushed;
     std::vector<Update<S>> more;
     bool ran = false;
-    bool restored = false;  // its writes were saved before a crash or interrupt: not run again
-    bool cached = false;    // its writes came from the node cache
+    bool restored = false;     // its writes were saved before a crash or interrupt: not run again
+    bool cached = false;       // its writes came from the node cache
+    bool interrupted = false;  // it stopped with interrupts (none: a subgraph's breakpoint)
   };
   struct PendingSend {
     int node;
@@ -674,6 +698,7 @@ class Runner {
     t.ran = false;
     t.restored = false;
     t.cached = false;
+    t.interrupted = false;
   }
 
   /// Deterministic task id: a hash of the thread, step, node and Send index.
@@ -702,6 +727,15 @@ class Runner {
         pull_mark_[static_cast<std::size_t>(node)] = 1;
       }
       next_pull_.swap(deferred_);
+    }
+    // The waiting edges whose target runs now are consumed.
+    for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
+      auto& marks = join_marks_[j];
+      const int target = topo_.joins[j].target;
+      if (pull_mark_[static_cast<std::size_t>(target)] &&
+          std::all_of(marks.begin(), marks.end(), [](char m) { return m != 0; })) {
+        std::fill(marks.begin(), marks.end(), 0);
+      }
     }
     tasks_.resize(next_pull_.size() + next_push_.size());
     std::sort(next_pull_.begin(), next_pull_.end(), [&](int a, int b) {
@@ -744,13 +778,15 @@ class Runner {
     result.status = RunStatus::interrupted;
     if (breakpoint) {
       for (const Task& t : tasks_) result.next.push_back(name_of(t.node));
-      emit_interrupt_update({});
     } else {
       for (const Task& t : tasks_) {
         if (!t.output) result.next.push_back(name_of(t.node));
       }
       if (apply_writes_in_task_order()) emit_values({});
     }
+    // LangGraph's {"__interrupt__": ()} for a stop without interrupt values (a breakpoint, here
+    // or in a subgraph), from the root graph only.
+    if (interrupts.empty() && shared_->parent == nullptr) emit_interrupt_update({});
     result.interrupts = std::move(interrupts);
     result.state = std::move(state_);
     return result;
@@ -791,6 +827,7 @@ class Runner {
         return;
       } catch (GraphInterrupt& gi) {
         t.interrupts = std::move(gi.interrupts);
+        t.interrupted = true;
         t.ran = true;
         return;
       } catch (ParentCommand& pc) {
@@ -874,7 +911,8 @@ class Runner {
         run_task(tasks_[0]);
       }
       emit_task_finished(tasks_[0]);
-      if (tasks_[0].error || !tasks_[0].interrupts.empty()) save_task_outcome(tasks_[0]);
+      // A task that succeeded alone in its step: its writes go with the step's checkpoint.
+      save_task_outcome(tasks_[0], /*with_checkpoint=*/true);
       return;
     }
     claimable_.clear();
@@ -978,6 +1016,7 @@ class Runner {
         attempt->output.emplace(def->nodes[static_cast<std::size_t>(node)].fn(input, ctx));
       } catch (GraphInterrupt& gi) {
         attempt->interrupts = std::move(gi.interrupts);
+        attempt->interrupted = true;
       } catch (ParentCommand& pc) {
         if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
           attempt->output = std::move(*command);
@@ -1025,6 +1064,7 @@ class Runner {
         if (!a.error) {
           t.output = std::move(a.output);
           t.interrupts = std::move(a.interrupts);
+          t.interrupted = a.interrupted;
           t.info.resume = std::move(a.info.resume);
           if (t.output) {
             try {
@@ -1121,12 +1161,23 @@ class Runner {
   }
 
   /// The first failed task in task order (cancellation first of all).
+  /// A task's own failure comes before the cancellations it caused in its siblings (which
+  /// see Context::cancelled() and may throw CancelledError).
   std::optional<std::size_t> first_error() {
     if (shared_->cfg.cancellation.cancelled()) return tasks_.size();
+    std::optional<std::size_t> cancelled;
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
-      if (tasks_[i].error) return i;
+      if (!tasks_[i].error) continue;
+      try {
+        std::rethrow_exception(tasks_[i].error);
+      } catch (const CancelledError&) {
+        if (!cancelled) cancelled = i;
+        continue;
+      } catch (...) {
+      }
+      return i;
     }
-    return std::nullopt;
+    return cancelled;
   }
 
   /// Throws task `index`'s failure: CancelledError, NodeTimeoutError, or NodeError wrapping what
@@ -1168,10 +1219,14 @@ class Runner {
     }
   }
 
-  std::vector<Interrupt> collect_interrupts() {
+  /// The interrupts of the step's tasks; `any` tells whether a task was interrupted (a
+  /// subgraph's breakpoint interrupts its node without an interrupt value).
+  std::vector<Interrupt> collect_interrupts(bool& any) {
     std::vector<Interrupt> out;
+    any = false;
     for (Task& t : tasks_) {
-      for (auto& i : t.interrupts) out.push_back(std::move(i));
+      any = any || t.interrupted;
+      for (auto& i : t.interrupts) out.push_back(i);
     }
     return out;
   }
@@ -1315,10 +1370,10 @@ class Runner {
         for (std::size_t s = 0; s < join.sources.size(); ++s) {
           if (join.sources[s] == t.node) marks[s] = 1;
         }
-        if (std::all_of(marks.begin(), marks.end(), [](char m) { return m != 0; })) {
-          std::fill(marks.begin(), marks.end(), 0);
+        // A full barrier stays full until its target runs (prepare_tasks consumes it), so an
+        // update_state in between keeps the target scheduled (LangGraph's NamedBarrierValue).
+        if (std::all_of(marks.begin(), marks.end(), [](char m) { return m != 0; }))
           trigger(join.target);
-        }
       }
     }
   }
@@ -1337,8 +1392,13 @@ class Runner {
     next_pull_.clear();
     deferred_.clear();
     next_push_.clear();
-    if (!keep_joins) {
-      for (auto& marks : join_marks_) std::fill(marks.begin(), marks.end(), 0);
+    for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
+      auto& marks = join_marks_[j];
+      if (!keep_joins) {
+        std::fill(marks.begin(), marks.end(), 0);
+      } else if (std::all_of(marks.begin(), marks.end(), [](char m) { return m != 0; })) {
+        trigger(topo_.joins[j].target);  // a full barrier still schedules its target
+      }
     }
   }
 
@@ -1351,7 +1411,8 @@ class Runner {
 
   /// Restores the thread as the last run on it left it, if that is still its latest checkpoint.
   bool restore_recent() {
-    if (!recent_applies() || !shared_->cfg.checkpoint_id.empty()) return false;
+    if (!recent_applies() || !shared_->cfg.checkpoint_id.empty() || streams(StreamMode::debug))
+      return false;
     const std::string& thread = shared_->cfg.thread_id;
     if (!def_->recent->contains(thread)) return false;
     const auto latest = saver_->latest_checkpoint_id(thread, shared_->cfg.checkpoint_ns);
@@ -1472,6 +1533,8 @@ class Runner {
       current_id_ = tuple.config.checkpoint_id;
       saved_step_ = step_;
       loaded_source_ = tuple.metadata.value("source", std::string());
+      current_meta_ = tuple.metadata;
+      current_parent_ = tuple.parent_config;
       above_thread_versions_ = !shared_->cfg.checkpoint_id.empty();
       resumed_writes_.clear();
       shared_->null_resume.reset();
@@ -1680,7 +1743,7 @@ class Runner {
 
   /// Saves what a finished task produced against the current checkpoint: its writes, its
   /// interrupts (with the resume values it used), or its error.
-  void save_task_outcome(const Task& t) {
+  void save_task_outcome(const Task& t, bool with_checkpoint = false) {
     if (!saver_ || t.restored) return;
     if constexpr (kJsonState<S>) {
       std::vector<std::pair<std::string, nlohmann::json>> writes;
@@ -1705,7 +1768,8 @@ class Runner {
       }
       if (!t.info.resume.empty())
         writes.emplace_back(std::string(kResumeChannel), nlohmann::json(t.info.resume));
-      save_writes(std::string(t.info.id.data(), t.info.id.size()), std::move(writes));
+      save_writes(std::string(t.info.id.data(), t.info.id.size()), std::move(writes),
+                  with_checkpoint && t.output.has_value());
     }
   }
 
@@ -1794,10 +1858,17 @@ class Runner {
                     "' cannot be checkpointed: its type does not convert to JSON");
   }
 
-  void save_writes(std::string task_id,
-                   std::vector<std::pair<std::string, nlohmann::json>> writes) {
+  /// Saves writes against the current checkpoint. `with_checkpoint`: they go with the next
+  /// checkpoint, in its write (the writes of a task whose step stores a checkpoint right after).
+  /// Durability "exit" keeps them for the end (only those of the checkpoint stored then count).
+  void save_writes(std::string task_id, std::vector<std::pair<std::string, nlohmann::json>> writes,
+                   bool with_checkpoint = false) {
     if (durability_ == Durability::exit) {
       exit_writes_.emplace_back(current_id_, std::move(task_id), std::move(writes));
+      return;
+    }
+    if (with_checkpoint) {
+      held_writes_.push_back(WritesPut{current_config(), std::move(task_id), std::move(writes)});
       return;
     }
     auto job = [saver = saver_, config = current_config(), task_id = std::move(task_id),
@@ -1855,7 +1926,10 @@ class Runner {
           versions_[def_->join_channels[j]] = v;
         }
       }
-      if (start_input_) versions_[std::string(kStartChannel)] = v;
+      // Only an input checkpoint holds the input (with durability "exit" it may never be stored,
+      // and the next checkpoint must not carry it).
+      const bool input = std::string_view(source) == "input";
+      if (input && start_input_) versions_[std::string(kStartChannel)] = v;
       std::erase_if(versions_, [v](const auto& kv) {
         const std::string& ch = kv.first;
         return kv.second != v &&
@@ -1884,15 +1958,35 @@ class Runner {
       metadata["step"] = step_;
       metadata["parents"] = nlohmann::json::object();
       metadata["run_id"] = run_id_;
-      if (shared_->cfg.metadata.is_object()) {
-        for (const auto& [key, value] : shared_->cfg.metadata.items()) {
-          if (value.is_primitive() && !value.is_null() && !metadata.contains(key))
-            metadata[key] = value;
+      // LangGraph's get_checkpoint_metadata: the run's metadata and configurable values (strings,
+      // numbers, booleans; not keys starting with "__" or naming the checkpoint).
+      for (const nlohmann::json* values : {&shared_->cfg.metadata, &shared_->cfg.configurable}) {
+        if (!values->is_object()) continue;
+        for (const auto& [key, value] : values->items()) {
+          if (!value.is_primitive() || value.is_null() || metadata.contains(key) ||
+              key.rfind("__", 0) == 0 || is_checkpoint_key(key)) {
+            continue;
+          }
+          metadata[key] = value;
         }
+      }
+      if (streams(StreamMode::debug)) {
+        current_meta_ = metadata;
+        current_parent_ =
+            stored_.checkpoint_id.empty() ? std::nullopt : std::optional<CheckpointConfig>(stored_);
       }
       pending_checkpoint_ = std::make_pair(std::move(cp), std::move(metadata));
       if (durability_ != Durability::exit) store_pending_checkpoint();
     }
+  }
+
+  /// Configurable keys LangGraph keeps out of checkpoint metadata (EXCLUDED_METADATA_KEYS).
+  [[nodiscard]] static bool is_checkpoint_key(std::string_view key) {
+    static constexpr std::string_view kExcluded[] = {
+        "thread_id",          "checkpoint_id",  "checkpoint_ns",
+        "checkpoint_map",     "langgraph_step", "langgraph_node",
+        "langgraph_triggers", "langgraph_path", "langgraph_checkpoint_ns"};
+    return std::find(std::begin(kExcluded), std::end(kExcluded), key) != std::end(kExcluded);
   }
 
   /// Writes the recorded checkpoint: only the channels changed since the last stored one, message
@@ -1921,7 +2015,9 @@ class Runner {
         if constexpr (TrackedListReducer<R>) std::get<i>(caches_).rebase(field_value<i>(state_));
       });
       start_input_.reset();
-      CheckpointPut put{stored_, std::move(cp), std::move(metadata), std::move(new_versions)};
+      CheckpointPut put{stored_, std::move(cp), std::move(metadata), std::move(new_versions),
+                        std::move(held_writes_)};
+      held_writes_.clear();
       stored_ =
           CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, put.checkpoint.id};
       held_puts_.push_back(std::move(put));
@@ -1983,16 +2079,40 @@ class Runner {
 
   /// Makes everything recorded durable before the run returns: the deferred checkpoint and writes
   /// of durability "exit", and the queue of durability "async".
-  void finish_persisting() {
+  /// `finished`: the run ended normally (not at an interrupt or a failure).
+  void finish_persisting(bool finished = false) {
     if (!saver_) return;
     if (durability_ == Durability::exit) {
+      // LangGraph: a subgraph with a namespace per call stores nothing when it just finishes.
+      const bool per_call_subgraph =
+          shared_->parent != nullptr && shared_->cfg.checkpoint_ns.find(':') != std::string::npos;
+      if (finished && per_call_subgraph) {
+        pending_checkpoint_.reset();
+        exit_writes_.clear();
+        return;
+      }
       store_pending_checkpoint();
+      // Only the writes of the checkpoint stored last: those of earlier steps are in it.
       for (auto& [checkpoint_id, task_id, writes] : exit_writes_) {
+        if (checkpoint_id != current_id_) continue;
         saver_->put_writes(
             CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id},
             writes, task_id);
       }
       exit_writes_.clear();
+    }
+    if (!held_writes_.empty()) {
+      for (auto& w : held_writes_) {
+        auto job = [saver = saver_, w = std::move(w)] {
+          saver->put_writes(w.config, w.writes, w.task_id);
+        };
+        if (writer_) {
+          writer_->submit(std::move(job));
+        } else {
+          job();
+        }
+      }
+      held_writes_.clear();
     }
     if (writer_) writer_->wait();
   }
@@ -2097,14 +2217,14 @@ class Runner {
     if (auto* typed = std::any_cast<StreamEvent<S>>(&child.typed)) {
       e = std::move(*typed);
     } else {
-      const bool stateless = child.mode == StreamMode::custom || child.mode == StreamMode::debug ||
-                             (child.mode == StreamMode::updates && child.node == INTERRUPT);
-      if (!stateless) return;
+      // Another state type: values and updates arrive as JSON in `data`.
       e.mode = child.mode;
       e.step = child.step;
       e.node = std::move(child.node);
       e.ns = std::move(child.ns);
-      e.data = std::move(child.data);
+      e.data = child.mode == StreamMode::values || child.mode == StreamMode::updates
+                   ? std::move(child.payload)
+                   : std::move(child.data);
       e.interrupts = std::move(child.interrupts);
       e.cached = child.cached;
     }
@@ -2127,12 +2247,83 @@ class Runner {
     e.step = step_;
     e.node = name_of(t.node);
     e.ns = stream_->ns;
+    nlohmann::json input;
+    if constexpr (kJsonState<S>) {
+      input = t.arg.has_value() ? send_arg_json(name_of(t.node), t.arg, {}) : state_json();
+    }
     e.data = {{"type", "task"},
               {"step", step_},
               {"payload",
                {{"id", std::string(t.info.id.data(), t.info.id.size())},
                 {"name", name_of(t.node)},
+                {"input", std::move(input)},
                 {"send_index", t.send_index}}}};
+    stream_->sink(std::move(e));
+  }
+
+  /// The state as JSON, managed values left out.
+  nlohmann::json state_json() const {
+    if constexpr (kJsonState<S>) {
+      nlohmann::json out = state_to_json(state_);
+      for_each_field<S>([&](auto i) {
+        if constexpr (kManagedValue<typename field_t<S, i>::value_type>)
+          out.erase(std::string(field_t<S, i>::name));
+      });
+      return out;
+    }
+    return nullptr;
+  }
+
+  static nlohmann::json config_json(const std::optional<CheckpointConfig>& c) {
+    if (!c) return nullptr;
+    return {{"configurable",
+             {{"thread_id", c->thread_id},
+              {"checkpoint_ns", c->checkpoint_ns},
+              {"checkpoint_id", c->checkpoint_id}}}};
+  }
+
+  /// LangGraph's debug "checkpoint" event: the checkpoint a step starts from (its config, parent,
+  /// values, metadata) and the tasks that run next, as get_state_history shows it.
+  void emit_debug_checkpoint(bool start_next = false) {
+    if (!saver_ || !streams(StreamMode::debug)) return;
+    nlohmann::json tasks = nlohmann::json::array();
+    nlohmann::json next = nlohmann::json::array();
+    auto add = [&](const std::string& id, const std::string& name, const Task* t) {
+      nlohmann::json task{{"id", id}, {"name", name}};
+      nlohmann::json interrupts = nlohmann::json::array();
+      if (t) {
+        for (const auto& w : task_writes_of(*t)) {
+          if (w.channel == kErrorChannel) task["error"] = w.value;
+          if (w.channel == kInterruptChannel) interrupts = w.value;
+        }
+      }
+      task["interrupts"] = std::move(interrupts);
+      task["state"] = nullptr;
+      next.push_back(name);
+      tasks.push_back(std::move(task));
+    };
+    if (start_next || pending_start_) {
+      Task start;
+      reset_task(start, topo_.start, -1);
+      assign_task_id(start);
+      add(std::string(start.info.id.data(), start.info.id.size()), START, nullptr);
+    }
+    for (const Task& t : tasks_) {
+      add(std::string(t.info.id.data(), t.info.id.size()), name_of(t.node), &t);
+    }
+    StreamEvent<S> e;
+    e.mode = StreamMode::debug;
+    e.step = current_meta_.value("step", step_ - 1);
+    e.ns = stream_->ns;
+    e.data = {{"type", "checkpoint"},
+              {"step", e.step},
+              {"payload",
+               {{"config", config_json(current_config())},
+                {"parent_config", config_json(current_parent_)},
+                {"values", state_json()},
+                {"metadata", current_meta_},
+                {"next", std::move(next)},
+                {"tasks", std::move(tasks)}}}};
     stream_->sink(std::move(e));
   }
 
@@ -2148,6 +2339,17 @@ class Runner {
       e.update = t.output->update;
       e.cached = t.cached || replayed;
       stream_->sink(std::move(e));
+      // Several Commands: one event per update, in order.
+      for (const auto& more : t.more) {
+        StreamEvent<S> m;
+        m.mode = StreamMode::updates;
+        m.step = step_;
+        m.node = name_of(t.node);
+        m.ns = stream_->ns;
+        m.update = more;
+        m.cached = t.cached || replayed;
+        stream_->sink(std::move(m));
+      }
     }
     if (replayed) return;
     if (!t.interrupts.empty()) {
@@ -2207,8 +2409,10 @@ class Runner {
   std::vector<char> pull_mark_;
   std::vector<int> deferred_;  // triggered deferred nodes: they run once nothing else is left
   std::vector<char> defer_mark_;
-  int stop_ = 0;               // the last step the recursion limit allows + 1 (LangGraph's stop)
-  std::string loaded_source_;  // metadata "source" of the restored checkpoint
+  int stop_ = 0;                 // the last step the recursion limit allows + 1 (LangGraph's stop)
+  std::string loaded_source_;    // metadata "source" of the restored checkpoint
+  nlohmann::json current_meta_;  // debug streams: the latest checkpoint's
+  std::optional<CheckpointConfig> current_parent_;  // metadata and parent
   std::vector<PendingSend> next_push_;
   std::vector<std::vector<char>> join_marks_;
   std::vector<std::size_t> claimable_;
@@ -2225,6 +2429,7 @@ class Runner {
   Durability durability_ = Durability::sync;
   std::unique_ptr<AsyncWriter> writer_;
   std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
+  std::vector<WritesPut> held_writes_;    // task writes that go with the next checkpoint
   bool hold_puts_ = false;                // keep the next one for a joint write
   std::string run_id_;
   CheckpointConfig stored_;  // the last stored checkpoint: the parent of the next
