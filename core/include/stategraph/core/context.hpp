@@ -59,6 +59,17 @@ class RunHooks {
   /// True during the first superstep of a resumed run: a subgraph that has a checkpoint
   /// continues from it instead of starting over.
   [[nodiscard]] virtual bool resuming() const noexcept = 0;
+  /// For a subgraph's checkpoint metadata "parents": the namespaces of this run and its
+  /// ancestors mapped to the checkpoint each one's current step runs from.
+  [[nodiscard]] virtual nlohmann::json checkpoint_parents() const = 0;
+  /// Time travel through the root run: the checkpoint a subgraph namespace must load (from the
+  /// checkpoint map of a replayed subgraph checkpoint), if any.
+  [[nodiscard]] virtual std::optional<std::string> mapped_checkpoint(
+      const std::string& checkpoint_ns) const = 0;
+  /// While the root run replays an older checkpoint: the id a subgraph namespace loads its
+  /// latest checkpoint before, the first time it runs (LangGraph's ReplayState).
+  [[nodiscard]] virtual std::optional<std::string> replay_bound(
+      const std::string& checkpoint_ns) = 0;
 };
 
 /// Per-task data a Context exposes.

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -114,6 +115,7 @@ class StateGraph {
   /// its final state is this node's update (through this graph's reducers).
   StateGraph& add_node(std::string name, const CompiledGraph<S>& subgraph,
                        NodeOptions options = {}) {
+    subgraphs_[name] = subgraph.def_;
     return add_node(
         std::move(name), subgraph, [](const S& s) { return Update<S>::from_state(s); },
         [](const S& out) { return Update<S>::from_state(out); }, std::move(options));
@@ -128,7 +130,11 @@ class StateGraph {
                   const S& state, Context& ctx) -> Command<S> {
       return subgraph.template run_as_subgraph<S>(to_child(state), ctx, to_parent);
     };
-    return add_node(std::move(name), Node<S>(std::move(fn)), std::move(options));
+    if constexpr (!std::is_same_v<T, S>) foreign_subgraphs_.insert(name);
+    add_node(std::move(name), Node<S>(std::move(fn)), std::move(options));
+    // A subgraph may send a Command to this graph (sg::PARENT): it may go anywhere.
+    spec_.nodes.back().returns_command = true;
+    return *this;
   }
 
   /// Adds a static edge. `from` may be START; `to` may be END.
@@ -222,6 +228,8 @@ class StateGraph {
   detail::GraphSpec spec_;
   std::vector<detail::NodeEntry<S>> nodes_;
   std::vector<detail::Router<S>> routers_;
+  std::map<std::string, std::shared_ptr<const detail::GraphDef<S>>> subgraphs_;
+  std::set<std::string> foreign_subgraphs_;
 };
 
 /// A lazily consumed event stream: iterate it (`for (auto& event : app.stream(...))`); the
@@ -400,7 +408,8 @@ class CompiledGraph {
   /// next nodes, tasks, interrupts, config, metadata. nullopt for a thread without checkpoints.
   /// Throws sg::Error without a checkpointer, CheckpointError for unreadable data.
   [[nodiscard]] std::optional<StateSnapshot<S>> get_state(const RunConfig& config) const {
-    detail::Runner<S> runner(def_, config, nullptr, this->need_checkpointer());
+    auto [def, saver] = graph_at(config.checkpoint_ns);
+    detail::Runner<S> runner(std::move(def), config, nullptr, saver);
     return runner.snapshot();
   }
 
@@ -410,12 +419,12 @@ class CompiledGraph {
                                                                 ListOptions options = {}) const {
     // History shows each checkpoint as stored: the writes of its finished tasks are in the
     // tasks' results, not in the values.
-    Checkpointer* saver = this->need_checkpointer();
+    auto [def, saver] = graph_at(config.checkpoint_ns);
     options.thread_id = config.thread_id;
     options.checkpoint_ns = config.checkpoint_ns;
     std::vector<StateSnapshot<S>> out;
     for (const auto& tuple : saver->list(options)) {
-      detail::Runner<S> runner(def_, config, nullptr, saver);
+      detail::Runner<S> runner(def, config, nullptr, saver);
       out.push_back(runner.snapshot_of(tuple));
     }
     return out;
@@ -444,7 +453,7 @@ class CompiledGraph {
   /// InvalidUpdateError for no supersteps or an empty one, and like update_state.
   CheckpointConfig bulk_update_state(const RunConfig& config,
                                      std::vector<std::vector<StateUpdate<S>>> supersteps) const {
-    Checkpointer* saver = this->need_checkpointer();
+    auto [def, saver] = graph_at(config.checkpoint_ns);
     if (supersteps.empty()) throw InvalidUpdateError("No supersteps provided");
     for (const auto& step : supersteps) {
       if (step.empty()) throw InvalidUpdateError("No updates provided");
@@ -452,7 +461,7 @@ class CompiledGraph {
     RunConfig current = config;
     CheckpointConfig out;
     for (auto& step : supersteps) {
-      detail::Runner<S> runner(def_, current, nullptr, saver);
+      detail::Runner<S> runner(def, current, nullptr, saver);
       out = runner.update_state(std::move(step));
       current.checkpoint_id = out.checkpoint_id;
     }
@@ -507,6 +516,34 @@ class CompiledGraph {
   friend class StateGraph<S>;
   friend class EventStream<S>;
   explicit CompiledGraph(std::shared_ptr<const detail::GraphDef<S>> def) : def_(std::move(def)) {}
+
+  /// The graph whose checkpoints live in namespace `ns` (this one for ""; a subgraph added with
+  /// add_node for "node:task|..."; LangGraph's get_subgraphs) and the checkpointer it uses.
+  /// Throws sg::Error for an unknown subgraph, one with another state type, or no checkpointer.
+  std::pair<std::shared_ptr<const detail::GraphDef<S>>, Checkpointer*> graph_at(
+      const std::string& ns) const {
+    Checkpointer* saver = need_checkpointer();
+    std::shared_ptr<const detail::GraphDef<S>> def = def_;
+    const std::string path = detail::without_task_ids(ns);
+    std::size_t from = 0;
+    while (!path.empty() && from <= path.size()) {
+      std::size_t to = path.find('|', from);
+      if (to == std::string::npos) to = path.size();
+      const std::string node = path.substr(from, to - from);
+      from = to + 1;
+      if (def->foreign_subgraphs.count(node)) {
+        throw Error(errc::kInvalidRun, "Subgraph " + path +
+                                           " has another state type: read it through its own "
+                                           "compiled graph");
+      }
+      auto it = def->subgraphs.find(node);
+      if (it == def->subgraphs.end())
+        throw Error(errc::kInvalidRun, "Subgraph " + path + " not found");
+      def = it->second;
+      if (def->options.checkpointer) saver = def->options.checkpointer.get();
+    }
+    return {std::move(def), saver};
+  }
 
   Checkpointer* need_checkpointer() const {
     if (!def_->options.checkpointer) {
@@ -591,7 +628,17 @@ class CompiledGraph {
                           : def_->options.subgraph_checkpointer == SubgraphCheckpointer::disabled
                               ? nullptr
                               : hooks.checkpointer();
-    if (saver && hooks.resuming()) request.continue_saved = true;
+    if (saver) {
+      if (auto mapped = hooks.mapped_checkpoint(config.checkpoint_ns)) {
+        // Time travel to a checkpoint of this subgraph.
+        config.checkpoint_id = *mapped;
+        request.continue_saved = true;
+      } else if (auto bound = hooks.replay_bound(config.checkpoint_ns)) {
+        request.load_before = std::move(*bound);
+      } else if (hooks.resuming()) {
+        request.continue_saved = true;
+      }
+    }
     if (request.command && !saver) {
       throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
     }
@@ -642,6 +689,8 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
     def->join_channels.push_back(detail::join_channel(def->topo, join));
   def->nodes = nodes_;
   def->routers = routers_;
+  def->subgraphs = subgraphs_;
+  def->foreign_subgraphs = foreign_subgraphs_;
   def->pool = options.pool ? options.pool : ThreadPool::shared();
   def->cost_ns = std::make_unique<std::atomic<std::uint32_t>[]>(def->topo.node_count + 1);
   for (std::size_t i = 0; i <= def->topo.node_count; ++i)

@@ -40,6 +40,13 @@ inline constexpr std::string_view kBranchPrefix = "branch:to:";
 inline constexpr std::string_view kJoinPrefix = "join:";
 /// Pending-write channels of stategraph: a task's routes, and a passed breakpoint.
 inline constexpr std::string_view kGotoWrite = "__goto__";
+/// LangGraph's NO_WRITES: the mark of a task that finished without writing anything.
+inline constexpr std::string_view kNoWrites = "__no_writes__";
+/// True for a pending write that shows its task finished (anything but an error, interrupt or
+/// resume value; LangGraph's rule).
+inline bool is_finished_write(std::string_view channel) noexcept {
+  return channel != kErrorChannel && channel != kInterruptChannel && channel != kResumeChannel;
+}
 inline constexpr std::string_view kBreakpointWrite = "__breakpoint__";
 /// The task id of writes that belong to the run rather than a task.
 inline constexpr std::string_view kRunTaskId = "00000000-0000-0000-0000-000000000000";

@@ -83,6 +83,10 @@ struct GraphDef {
   std::unique_ptr<std::atomic<std::uint32_t>[]> cost_ns;
   /// Threads recently finished by runs with options.checkpointer (CompileOptions::recent_threads).
   std::unique_ptr<RecentThreads<FinishedThread<S>>> recent;
+  /// The compiled graphs added as nodes (same state type; by node name), and the names of those
+  /// with another state type.
+  std::map<std::string, std::shared_ptr<const GraphDef<S>>> subgraphs;
+  std::set<std::string> foreign_subgraphs;
   /// The checkpoint channel names of each node's trigger ("branch:to:NODE", by node id) and of
   /// each join (by join index), made once.
   std::vector<std::string> branch_channels;
@@ -168,6 +172,15 @@ struct RunShared final : RunHooks {
   std::mutex resume_mu;
   std::optional<nlohmann::json> null_resume;  // guarded by resume_mu
 
+  /// Subgraph checkpoints: this run's "parents" metadata and its current checkpoint (owned by the
+  /// runner, changed only between steps); the root's checkpoint map of a subgraph time travel;
+  /// the root's replay bound with the subgraph namespaces that used it (guarded by resume_mu).
+  nlohmann::json parents = nlohmann::json::object();
+  const std::string* current_checkpoint = nullptr;
+  nlohmann::json checkpoint_map{};
+  std::optional<std::string> replay_before;
+  std::set<std::string> replay_visited;
+
   [[nodiscard]] const RunConfig& config() const noexcept override { return cfg; }
   [[nodiscard]] Store* store() const noexcept override { return store_ptr; }
   [[nodiscard]] bool aborted() const noexcept override {
@@ -178,6 +191,31 @@ struct RunShared final : RunHooks {
   [[nodiscard]] Checkpointer* checkpointer() const noexcept override { return saver; }
   [[nodiscard]] bool resuming() const noexcept override {
     return resuming_step.load(std::memory_order_relaxed);
+  }
+
+  [[nodiscard]] nlohmann::json checkpoint_parents() const override {
+    nlohmann::json out = parents;
+    if (current_checkpoint && !current_checkpoint->empty())
+      out[cfg.checkpoint_ns] = *current_checkpoint;
+    return out;
+  }
+
+  [[nodiscard]] std::optional<std::string> mapped_checkpoint(
+      const std::string& checkpoint_ns) const override {
+    if (parent) return parent->mapped_checkpoint(checkpoint_ns);
+    if (auto it = checkpoint_map.find(checkpoint_ns); it != checkpoint_map.end())
+      return it->template get<std::string>();
+    return std::nullopt;
+  }
+
+  std::optional<std::string> replay_bound(const std::string& checkpoint_ns) override {
+    if (parent) return parent->replay_bound(checkpoint_ns);
+    std::lock_guard lock(resume_mu);
+    if (!replay_before) return std::nullopt;
+    // The same subgraph in a later iteration (another task id) loads its latest checkpoint.
+    const std::string stable = checkpoint_ns.substr(0, checkpoint_ns.rfind(':'));
+    if (!replay_visited.insert(stable).second) return std::nullopt;
+    return replay_before;
   }
 
   std::optional<nlohmann::json> take_resume(const std::string& interrupt_id) override {
@@ -253,6 +291,9 @@ struct RunRequest {
   std::vector<Goto> go_to{};
   bool command = false;
   bool continue_saved = false;
+  /// Load the namespace's newest checkpoint older than this id and apply `input` on top (a
+  /// subgraph's first run while the root replays an older checkpoint).
+  std::optional<std::string> load_before{};
 };
 
 template <State S>
@@ -267,6 +308,8 @@ class Runner {
         shared_(std::make_shared<RunShared>()) {
     shared_->cfg = config;
     shared_->parent = parent;
+    shared_->current_checkpoint = &current_id_;
+    if (parent) shared_->parents = parent->checkpoint_parents();
     shared_->orchestrator = std::this_thread::get_id();
     if (stream_) {
       shared_->stream_custom = stream_->modes.has(StreamMode::custom);
@@ -316,7 +359,23 @@ class Runner {
     const int limit = shared_->cfg.recursion_limit;
     if (limit < 1) throw Error(errc::kInvalidRun, "recursion_limit must be at least 1");
     bool loaded = false;
-    if (saver_) {
+    if (saver_ && !shared_->parent && !shared_->cfg.checkpoint_ns.empty()) {
+      resolve_subgraph_checkpoint();
+    }
+    if (saver_ && request.load_before) {
+      ListOptions before;
+      before.thread_id = shared_->cfg.thread_id;
+      before.checkpoint_ns = shared_->cfg.checkpoint_ns;
+      before.before = *request.load_before;
+      before.limit = 1;
+      auto older = saver_->list(before);
+      if (!older.empty()) {
+        restore(older.front());
+        loaded = true;
+        above_thread_versions_ = true;  // a new branch from an older checkpoint
+      }
+      request.continue_saved = false;
+    } else if (saver_) {
       loaded = restore_recent();
       if (!loaded) {
         auto tuple = saver_->get_tuple(CheckpointConfig{
@@ -392,6 +451,13 @@ class Runner {
       if (time_travel) {
         shared_->null_resume.reset();
         resumed_writes_.clear();
+        if (!shared_->parent) {
+          // Subgraphs load their state from before the replayed checkpoint (for an update or
+          // fork checkpoint: before the one it was made from).
+          const bool derived = loaded_source_ == "update" || loaded_source_ == "fork";
+          shared_->replay_before =
+              derived && current_parent_ ? current_parent_->checkpoint_id : current_id_;
+        }
       }
       if (request.command) {
         if (!request.resume && !request.update && request.go_to.empty())
@@ -457,6 +523,30 @@ class Runner {
     return result;
   }
 
+  /// A root run given a subgraph's checkpoint (time travel to a point inside a subgraph, as
+  /// LangGraph's checkpoint_map does): the run replays the root checkpoint that subgraph
+  /// checkpoint was made under, and the subgraphs on the way load theirs.
+  void resolve_subgraph_checkpoint() {
+    auto sub = saver_->get_tuple(CheckpointConfig{
+        shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
+    if (!sub) {
+      throw Error(errc::kInvalidRun, "thread '" + shared_->cfg.thread_id +
+                                         "' has no checkpoint in namespace '" +
+                                         shared_->cfg.checkpoint_ns + "'");
+    }
+    nlohmann::json map = sub->metadata.value("parents", nlohmann::json::object());
+    if (!map.is_object() || !map.contains("")) {
+      throw Error(errc::kInvalidRun, "checkpoint '" + sub->config.checkpoint_id +
+                                         "' of namespace '" + shared_->cfg.checkpoint_ns +
+                                         "' does not record the checkpoint of its parent graph");
+    }
+    map[shared_->cfg.checkpoint_ns] = sub->config.checkpoint_id;
+    shared_->cfg.checkpoint_ns.clear();
+    shared_->cfg.checkpoint_id = map[""].get<std::string>();
+    shared_->checkpoint_map = std::move(map);
+    stored_ = CheckpointConfig{shared_->cfg.thread_id, "", {}};
+  }
+
   /// The snapshot of the checkpoint `config` names (latest when it names none). For the latest
   /// checkpoint, the writes of tasks that finished are part of the values and those tasks are
   /// not in `next` (LangGraph's get_state).
@@ -475,16 +565,7 @@ class Runner {
     prepare_tasks();
     restore_task_writes();
     StateSnapshot<S> out;
-    if (pending_start_) {
-      // An input checkpoint: START applies the input next.
-      Task start;
-      reset_task(start, topo_.start, -1);
-      assign_task_id(start);
-      out.next.push_back(START);
-      out.tasks.push_back(TaskState{
-          std::string(start.info.id.data(), start.info.id.size()), START, {}, {}, nullptr});
-    }
-    for (const Task& t : tasks_) {
+    auto add_task = [&](const Task& t) {
       TaskState ts;
       ts.id = std::string(t.info.id.data(), t.info.id.size());
       ts.name = name_of(t.node);
@@ -504,13 +585,22 @@ class Runner {
           continue;
         }
         has_writes = true;
-        if (w.channel != kGotoWrite && w.channel != kResumeChannel) result[w.channel] = w.value;
+        if (w.channel != kGotoWrite && w.channel != kResumeChannel && w.channel != kNoWrites)
+          add_result_write(result, w.channel, w.value);
       }
       if (has_writes) ts.result = std::move(result);
       if (!(apply_finished && has_writes)) out.next.push_back(name_of(t.node));
       out.interrupts.insert(out.interrupts.end(), ts.interrupts.begin(), ts.interrupts.end());
       out.tasks.push_back(std::move(ts));
+    };
+    if (pending_start_) {
+      // An input checkpoint: START applies the input next.
+      Task start;
+      reset_task(start, topo_.start, -1);
+      assign_task_id(start);
+      add_task(start);
     }
+    for (const Task& t : tasks_) add_task(t);
     if (apply_finished) (void)apply_writes_in_task_order();
     out.values = std::move(state_);
     out.config = tuple.config;
@@ -518,6 +608,19 @@ class Runner {
     out.created_at = tuple.checkpoint.ts;
     out.parent_config = tuple.parent_config;
     return out;
+  }
+
+  /// LangGraph's task result: a channel written more than once shows {"$writes": [...]}.
+  static void add_result_write(nlohmann::json& result, const std::string& channel,
+                               const nlohmann::json& value) {
+    auto it = result.find(channel);
+    if (it == result.end()) {
+      result[channel] = value;
+    } else if (it->is_object() && it->contains("$writes")) {
+      (*it)["$writes"].push_back(value);
+    } else {
+      *it = nlohmann::json{{"$writes", nlohmann::json::array({*it, value})}};
+    }
   }
 
   /// One superstep of LangGraph's bulk_update_state: each update is applied as the writes of its
@@ -531,6 +634,9 @@ class Runner {
     auto loaded = saver_->get_tuple(CheckpointConfig{
         shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
     if (loaded) restore(*loaded);
+    // A subgraph's checkpoint keeps the parents of the one it updates (LangGraph).
+    if (loaded && !shared_->cfg.checkpoint_ns.empty())
+      shared_->parents = loaded->metadata.value("parents", nlohmann::json::object());
     const std::string first_as = updates[0].as_node.value_or("");
     if (first_as == "__copy__") {
       if (updates.size() > 1)
@@ -548,8 +654,6 @@ class Runner {
     if (first_as == INPUT) {
       if (updates.size() > 1)
         throw InvalidUpdateError("Cannot apply multiple updates when updating as input");
-      if (updates[0].values.empty())
-        throw InvalidUpdateError("Received no input writes for __start__");
       if constexpr (kJsonState<S>) start_input_ = update_to_json(updates[0].values);
       step_ = loaded ? step_ + 1 : -1;
       save_checkpoint("input");
@@ -601,9 +705,16 @@ class Runner {
       ++step_;
       prepare_tasks();
       std::vector<bool> used(tasks_.size(), false);
+      Task start;
+      reset_task(start, topo_.start, -1);
+      assign_task_id(start);
       for (std::size_t u = 0; u < updates.size(); ++u) {
         if (updates[u].task_id) {
           task_ids[u] = *updates[u].task_id;
+          continue;
+        }
+        if (nodes[u] == topo_.start && pending_start_) {
+          task_ids[u] = std::string(start.info.id.data(), start.info.id.size());
           continue;
         }
         for (std::size_t k = 0; k < tasks_.size(); ++k) {
@@ -627,12 +738,13 @@ class Runner {
     // LangGraph's update bumps a step: scheduled nodes and Sends are dropped, a waiting edge keeps
     // the sources it has seen.
     clear_schedule(/*keep_joins=*/true);
+    pending_start_.reset();  // an input not applied yet is dropped too
     resumed_writes_.clear();
     tasks_.resize(updates.size());
     for (std::size_t u = 0; u < updates.size(); ++u) {
       reset_task(tasks_[u], nodes[u], -1);
       tasks_[u].output.emplace(Command<S>{std::move(updates[u].values), {}, {}, {}});
-      if (loaded && !task_ids[u].empty() && nodes[u] != topo_.start) {
+      if (loaded && !task_ids[u].empty()) {
         if constexpr (kJsonState<S>) {
           std::vector<std::pair<std::string, nlohmann::json>> writes;
           append_field_writes(tasks_[u].output->update, writes);
@@ -953,20 +1065,34 @@ class Runner {
       }
       helpers = 0;
     };
-    if (predicted_ns >= kInlineStepBudgetNs) post_helpers();
+    // While a stream is read, the calling thread delivers events as tasks finish (LangGraph
+    // streams each task's output when it completes) instead of running a task itself; it still
+    // takes tasks the pool does not start (a busy pool cannot stall the run).
+    const bool deliver_promptly = stream_ != nullptr && claimable_.size() > 1;
+    if (deliver_promptly) {
+      helpers = std::min(claimable_.size(), def_->pool->size());
+      if (shared_->cfg.max_concurrency > 0)
+        helpers = std::min(helpers, shared_->cfg.max_concurrency);
+      post_helpers();
+    } else if (predicted_ns >= kInlineStepBudgetNs) {
+      post_helpers();
+    }
     if (!timed_.empty()) snapshot_ = std::make_shared<const S>(state_);
     for (auto& slot : timed_) start_attempt(slot, 1);
     const auto began = std::chrono::steady_clock::now();
-    for (std::size_t k = batch->next.fetch_add(1); k < batch->count; k = batch->next.fetch_add(1)) {
-      run_claimed(k, *shared_);
-      drain();
-      // Tasks turned out slower than predicted: let the pool take the rest.
-      if (helpers > 0 && std::chrono::steady_clock::now() - began >
-                             std::chrono::nanoseconds(kInlineStepBudgetNs)) {
-        post_helpers();
+    if (!deliver_promptly) {
+      for (std::size_t k = batch->next.fetch_add(1); k < batch->count;
+           k = batch->next.fetch_add(1)) {
+        run_claimed(k, *shared_);
+        drain();
+        // Tasks turned out slower than predicted: let the pool take the rest.
+        if (helpers > 0 && std::chrono::steady_clock::now() - began >
+                               std::chrono::nanoseconds(kInlineStepBudgetNs)) {
+          post_helpers();
+        }
       }
     }
-    wait_for_batch();
+    wait_for_batch(deliver_promptly ? batch.get() : nullptr);
     snapshot_.reset();
   }
 
@@ -1124,10 +1250,31 @@ class Runner {
 
   /// Waits until the batch's claimed tasks and its timed tasks are settled, delivering stream
   /// events as they come. Cancellation abandons timed tasks; claimed tasks always finish.
-  void wait_for_batch() {
+  /// `help`: the batch's unclaimed tasks, which this thread takes when the pool has not started
+  /// one for kHelpAfter.
+  void wait_for_batch(Batch* help = nullptr) {
+    constexpr auto kHelpAfter = std::chrono::milliseconds(2);
+    std::size_t last_claimed = help ? help->next.load() : 0;
+    auto since = std::chrono::steady_clock::now();
     for (;;) {
       drain();
       auto wake = service_timed();
+      if (help) {
+        const std::size_t claimed = help->next.load();
+        const auto now = std::chrono::steady_clock::now();
+        if (claimed != last_claimed) {
+          last_claimed = claimed;
+          since = now;
+        } else if (claimed < help->count && now - since >= kHelpAfter) {
+          if (const std::size_t k = help->next.fetch_add(1); k < help->count) {
+            run_claimed(k, *shared_);
+          }
+          last_claimed = help->next.load();
+          since = std::chrono::steady_clock::now();
+          continue;
+        }
+        if (claimed < help->count) wake = std::min(wake, since + kHelpAfter);
+      }
       if (shared_->cfg.cancellation.cancelled()) abandon_timed();
       const bool timed_open =
           std::any_of(timed_.begin(), timed_.end(), [](const TimedSlot& s) { return !s.done; });
@@ -1609,7 +1756,7 @@ class Runner {
       const auto& writes = task_writes_of(t);
       bool finished = false;
       for (const auto& w : writes) {
-        if (w.channel == kGotoWrite) finished = true;
+        if (is_finished_write(w.channel)) finished = true;
         if (w.channel == kResumeChannel && w.value.is_array())
           t.info.resume = w.value.template get<std::vector<nlohmann::json>>();
       }
@@ -1683,10 +1830,7 @@ class Runner {
           for (const auto& go : w.value) command.go_to.push_back(goto_from_json(go));
           continue;
         }
-        if (w.channel == kErrorChannel || w.channel == kInterruptChannel ||
-            w.channel == kResumeChannel) {
-          continue;
-        }
+        if (!is_finished_write(w.channel) || w.channel == kNoWrites) continue;
         detail::visit_field_named<S>(w.channel, [&](auto i) {
           auto& slot = command.update.template slot<i>();
           auto write = write_from_json<typename field_t<S, i>::reducer_type>(w.value);
@@ -1724,7 +1868,9 @@ class Runner {
     for (const auto& u : t.pushed) append_field_writes(u, writes);
     append_field_writes(t.output->update, writes);
     for (const auto& u : t.more) append_field_writes(u, writes);
-    writes.emplace_back(std::string(kGotoWrite), gotos_json(t.output->go_to));
+    if (!t.output->go_to.empty())
+      writes.emplace_back(std::string(kGotoWrite), gotos_json(t.output->go_to));
+    if (writes.empty()) writes.emplace_back(std::string(kNoWrites), nullptr);
     return writes;
   }
   nlohmann::json gotos_json(const std::vector<Goto>& go_to) const {
@@ -1937,7 +2083,12 @@ class Runner {
                 ch == kTasksChannel || ch == kStartChannel);
       });
       for (const Task& t : tasks_) {
-        if (t.node == topo_.start || !t.ran) continue;
+        if (!t.ran) continue;
+        if (t.node == topo_.start) {
+          // LangGraph records START too: update_state then knows the input came last.
+          versions_seen_[START] = ChannelVersions{{std::string(kStartChannel), v}};
+          continue;
+        }
         const std::string& trigger = def_->branch_channels[static_cast<std::size_t>(t.node)];
         auto& seen = versions_seen_[name_of(t.node)];
         if (seen.size() == 1 && seen.begin()->first == trigger) {
@@ -1956,7 +2107,7 @@ class Runner {
       nlohmann::json metadata(nlohmann::json::value_t::object);
       metadata["source"] = source;
       metadata["step"] = step_;
-      metadata["parents"] = nlohmann::json::object();
+      metadata["parents"] = shared_->parents;
       metadata["run_id"] = run_id_;
       // LangGraph's get_checkpoint_metadata: the run's metadata and configurable values (strings,
       // numbers, booleans; not keys starting with "__" or naming the checkpoint).
@@ -2122,6 +2273,7 @@ class Runner {
     std::int64_t best = -1;
     std::vector<std::string> nodes;
     for (const auto& [node, seen] : versions_seen_) {
+      if (!topo_.ids.count(node)) continue;  // not a node of this graph (LangGraph skips it)
       std::int64_t v = -1;
       for (const auto& [ch, version] : seen) v = std::max(v, version);
       if (v > best) {
@@ -2133,11 +2285,7 @@ class Runner {
     }
     if (nodes.empty()) return topo_.start;
     if (nodes.size() > 1) throw InvalidUpdateError("Ambiguous update, specify as_node");
-    auto it = topo_.ids.find(nodes[0]);
-    if (it == topo_.ids.end())
-      throw Error(errc::kInvalidRun,
-                  "update_state: the last node '" + nodes[0] + "' is not in this graph");
-    return it->second;
+    return topo_.ids.at(nodes[0]);
   }
 
   /// The node update_state applies an update as: `as_node`, or when none is given the only
@@ -2359,8 +2507,13 @@ class Runner {
       emit_values(t.interrupts);
     }
     if (streams(StreamMode::debug)) {
+      // LangGraph's task_result payload: id, name, error, result (a channel written twice
+      // shows {"$writes": [...]}), interrupts.
       nlohmann::json payload{{"id", std::string(t.info.id.data(), t.info.id.size())},
-                             {"name", name_of(t.node)}};
+                             {"name", name_of(t.node)},
+                             {"error", nullptr},
+                             {"result", nlohmann::json::object()},
+                             {"interrupts", nlohmann::json::array()}};
       if (t.error) {
         try {
           std::rethrow_exception(t.error);
@@ -2370,12 +2523,14 @@ class Runner {
           payload["error"] = "unknown exception";
         }
       } else if (!t.interrupts.empty()) {
-        nlohmann::json list = nlohmann::json::array();
-        for (const auto& i : t.interrupts) list.push_back({{"id", i.id}, {"value", i.value}});
-        payload["interrupts"] = std::move(list);
+        for (const auto& i : t.interrupts)
+          payload["interrupts"].push_back({{"id", i.id}, {"value", i.value}});
       } else if (t.output) {
         if constexpr (kJsonState<S>) {
-          payload["result"] = update_to_json(t.output->update);
+          for (auto& [channel, value] : output_writes(t)) {
+            if (channel != kGotoWrite && channel != kNoWrites)
+              add_result_write(payload["result"], channel, value);
+          }
         }
       }
       StreamEvent<S> e;
