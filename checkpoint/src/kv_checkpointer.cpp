@@ -291,6 +291,23 @@ void write_view(CborWriter& w, const Ranges& ranges) {
   }
 }
 
+/// A JSON value whose pre-encoded messages (binary, kCborMessageSubtype) are written as the CBOR
+/// maps they hold: the record reads back as plain JSON.
+void write_with_messages(CborWriter& w, const json& j) {
+  if (j.is_binary() && j.get_binary().has_subtype() &&
+      j.get_binary().subtype() == kCborMessageSubtype) {
+    const auto& bytes = j.get_binary();
+    if (bytes.empty() || (bytes[0] >> 5) != 5)
+      throw CheckpointError(errc::kCheckpointInvalid, "an encoded message must be a CBOR map");
+    w.raw(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } else if (j.is_array()) {
+    w.array(j.size());
+    for (const json& item : j) write_with_messages(w, item);
+  } else {
+    w.value(j);
+  }
+}
+
 /// An envelope around an encoded CBOR payload.
 std::string envelope_of_cbor(char kind, std::string_view body) {
   return envelope_with(
@@ -669,7 +686,9 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
-    for (const auto& w : p.writes) stage_writes(staged.batch, w.config, w.writes, w.task_id, {});
+    // The writes of tasks that just ran: nothing is saved under their ids yet.
+    for (const auto& w : p.writes)
+      stage_writes(staged.batch, w.config, w.writes, w.task_id, {}, /*check_existing=*/false);
     stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions);
     out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
   }
@@ -698,13 +717,14 @@ void KvCheckpointer::put_writes(const CheckpointConfig& config,
                                 const std::string& task_id, const std::string& task_path) {
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
-  stage_writes(batch, config, writes, task_id, task_path);
+  stage_writes(batch, config, writes, task_id, task_path, /*check_existing=*/true);
   if (!batch.empty()) kv_->write(batch);
 }
 
 void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
                                   const std::vector<std::pair<std::string, json>>& writes,
-                                  const std::string& task_id, const std::string& task_path) {
+                                  const std::string& task_id, const std::string& task_path,
+                                  bool check_existing) {
   if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
   if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
   check_name("thread_id", config.thread_id);
@@ -715,11 +735,18 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
     const auto special = special_write_index(channel);
     const int idx = special ? *special : static_cast<int>(i);
     std::string key = write_key(prefix, config.checkpoint_id, task_id, idx);
-    if (!special && kv_->get(Column::writes, key))
+    if (check_existing && !special && kv_->get(Column::writes, key))
       continue;  // a re-run task cannot change saved writes
     batch.push_back(
-        {KvOp::Kind::put, Column::writes, std::move(key),
-         envelope(kWrite, json{{"channel", channel}, {"value", value}, {"task_path", task_path}})});
+        {KvOp::Kind::put, Column::writes, std::move(key), envelope_with(kWrite, [&](CborWriter& w) {
+           w.map(3);
+           w.text("channel");
+           w.text(channel);
+           w.text("value");
+           write_with_messages(w, value);
+           w.text("task_path");
+           w.text(task_path);
+         })});
   }
 }
 

@@ -75,7 +75,7 @@ nlohmann::json Context::interrupt(nlohmann::json value) const {
 
 void Context::push_message(Message message, std::string_view field) const {
   if (message.id.empty())
-    throw Error(errc::kInvalidMessage, "push_message: the message needs an id");
+    throw Error(errc::kInvalidMessage, "Message ID is required (push_message)");
   task_->pushed.emplace_back(std::string(field), std::move(message));
 }
 

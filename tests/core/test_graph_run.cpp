@@ -120,8 +120,8 @@ TEST_CASE("two writers of a last-value field in one step is an error naming both
   g.add_edge(sg::START, "left").add_edge(sg::START, "right");
   CHECK_THROWS_WITH_AS(
       (void)g.compile().invoke(sg::Update<Log>{}),
-      "At key 'last': Can receive only one value per step (written by 'left', 'right'). "
-      "Use a reducer to handle multiple values.",
+      "At key 'last': Can receive only one value per step. Use an Annotated key to handle "
+      "multiple values. (Written by 'left', 'right'; give the field a reducer.)",
       sg::InvalidUpdateError);
 }
 

@@ -77,8 +77,9 @@ TEST_CASE("last value: one writer per step") {
   CHECK(summary == "new");
   CHECK_THROWS_WITH_AS(apply(sg::LastValue<std::string>{}, summary,
                              {{std::string("a"), "left"}, {std::string("b"), "right"}}, "summary"),
-                       "At key 'summary': Can receive only one value per step (written by 'left', "
-                       "'right'). Use a reducer to handle multiple values.",
+                       "At key 'summary': Can receive only one value per step. Use an Annotated "
+                       "key to handle multiple values. (Written by 'left', 'right'; give the "
+                       "field a reducer.)",
                        sg::InvalidUpdateError);
   CHECK(summary == "new");  // nothing applied
   apply(sg::LastValue<std::string>{}, summary, {}, "summary");
@@ -98,8 +99,8 @@ TEST_CASE("overwrite bypasses the reducer, once per step") {
       apply(concat, items,
             {{sg::overwrite(std::vector<int>{1}), "a"}, {sg::overwrite(std::vector<int>{2}), "b"}},
             "items"),
-      "At key 'items': Can receive only one Overwrite value per step (written by "
-      "'a', 'b').",
+      "At key 'items': Can receive only one Overwrite value per super-step. (Written by "
+      "'a', 'b'.)",
       sg::InvalidUpdateError);
   CHECK(items == std::vector<int>{9});
 

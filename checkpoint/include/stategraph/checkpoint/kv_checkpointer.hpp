@@ -94,7 +94,8 @@ class KvCheckpointer : public Checkpointer {
   /// Adds a task's writes to `batch` (put_writes' rules). Caller holds write_mu_.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
                     const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const std::string& task_id, const std::string& task_path);
+                    const std::string& task_id, const std::string& task_path,
+                    bool check_existing);
   LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);

@@ -47,8 +47,9 @@ struct CheckpointConfig {
 /// Channel name -> version. A channel gets a new version whenever it is written.
 using ChannelVersions = std::map<std::string, std::int64_t>;
 
-/// In a `{"$messages": ...}` put, an item that is a JSON binary with this subtype is a message
-/// already encoded as CBOR (json::from_cbor() of its bytes gives the message object).
+/// In a `{"$messages": ...}` put, and in the value of a put_writes() / put_all() write to a
+/// message list, an item that is a JSON binary with this subtype is a message already encoded as
+/// CBOR (json::from_cbor() of its bytes gives the message object). Reads give the object.
 inline constexpr std::uint8_t kCborMessageSubtype = 0x53;
 
 /// A snapshot of a graph's channels. `id` is time-ordered (ids sort by creation time);

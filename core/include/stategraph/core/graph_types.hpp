@@ -139,7 +139,7 @@ struct NodeOptions {
   std::optional<RetryPolicy> retry{};
   /// Abandon an attempt that runs longer (0: no limit); it fails with NodeTimeoutError, which
   /// the retry policy may retry. A node with a timeout reads its own copy of the state and runs
-  /// on a pool thread; an abandoned attempt finishes in the background and is ignored.
+  /// on a thread of its own; an abandoned attempt finishes in the background and is ignored.
   std::chrono::milliseconds timeout{0};
   /// The nodes a Command-returning node may go to (for validation and drawing).
   std::vector<std::string> destinations{};

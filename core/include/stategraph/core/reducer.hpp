@@ -150,10 +150,13 @@ void apply_writes(const R& reducer, typename R::value_type& value,
   if (writes.empty()) return;
   if constexpr (kSingleWriter<R>) {
     if (writes.size() > 1) {
-      throw InvalidUpdateError("At key '" + std::string(field) +
-                               "': Can receive only one value per step (written by " +
-                               detail::quoted_writers(writers, [](std::size_t) { return true; }) +
-                               "). Use a reducer to handle multiple values.");
+      // LangGraph's wording first (users search for it), then who wrote.
+      throw InvalidUpdateError(
+          "At key '" + std::string(field) +
+          "': Can receive only one value per step. Use an Annotated key to handle multiple "
+          "values. (Written by " +
+          detail::quoted_writers(writers, [](std::size_t) { return true; }) +
+          "; give the field a reducer.)");
     }
   }
   std::size_t overwrites = 0;
@@ -161,9 +164,9 @@ void apply_writes(const R& reducer, typename R::value_type& value,
   if (overwrites > 1) {
     throw InvalidUpdateError(
         "At key '" + std::string(field) +
-        "': Can receive only one Overwrite value per step (written by " +
+        "': Can receive only one Overwrite value per super-step. (Written by " +
         detail::quoted_writers(writers, [&](std::size_t i) { return writes[i]->index() == 1; }) +
-        ").");
+        ".)");
   }
   for (auto* w : writes) {
     if (auto* replacement = std::get_if<1>(w)) {

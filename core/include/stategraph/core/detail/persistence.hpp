@@ -90,6 +90,21 @@ nlohmann::json tracked_element_json(const T& element) {
   }
 }
 
+/// The JSON of a field write for a saver: like write_to_json, but messages appended to a
+/// message list are pre-encoded (tracked_element_json), as in checkpoints' "$messages" items.
+template <Reducer R>
+nlohmann::json saved_write_json(const Write<R>& write) {
+  if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
+    if (const auto* update = std::get_if<0>(&write); update && !update->is_keep()) {
+      nlohmann::json out(nlohmann::json::value_t::array);
+      out.get_ref<nlohmann::json::array_t&>().reserve(update->items().size());
+      for (const auto& m : update->items()) out.push_back(tracked_element_json(m));
+      return out;
+    }
+  }
+  return write_to_json<R>(write);
+}
+
 /// The checkpoint JSON of a tracked list: `{"$messages": {"base": V, "items": [...]}}` where
 /// items are [from, to) position ranges of the base list or new elements.
 template <class List>

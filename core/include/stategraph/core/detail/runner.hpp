@@ -647,6 +647,9 @@ class Runner {
           CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, {}});
       ++step_;
       resumed_writes_.clear();
+      if constexpr (kJsonState<S>) {
+        if (pending_start_) start_input_ = update_to_json(*pending_start_);  // the copy keeps it
+      }
       save_checkpoint("fork");
       finish_persisting();
       return stored_;
@@ -1133,7 +1136,9 @@ class Runner {
     slot.attempt = attempt;
     slot.attempt_no = attempt_no;
     slot.retry_at.reset();
-    def_->pool->post([attempt, shared = shared_, def = def_, node = t.node] {
+    // A thread of its own: an abandoned attempt that never returns must not hold a pool thread
+    // that other runs need.
+    std::thread([attempt, shared = shared_, def = def_, node = t.node] {
       TaskInput<S> input{attempt->snapshot.get(),
                          attempt->arg.has_value() ? &attempt->arg : nullptr};
       try {
@@ -1164,7 +1169,7 @@ class Runner {
         }
         shared->cv.notify_all();
       }
-    });
+    }).detach();
   }
 
   /// Settles timed attempts: takes finished results, abandons late ones, schedules retries.
@@ -1532,13 +1537,16 @@ class Runner {
   }
 
   /// Forgets what was scheduled to run next. `keep_joins`: waiting edges keep the sources they
-  /// have seen (LangGraph's barrier channels survive a new input and update_state).
+  /// have seen and deferred nodes stay triggered (LangGraph's barrier and "after finish"
+  /// channels survive a new input and update_state).
   void clear_schedule(bool keep_joins = false) {
     for (int node : next_pull_) pull_mark_[static_cast<std::size_t>(node)] = 0;
-    for (int node : deferred_) defer_mark_[static_cast<std::size_t>(node)] = 0;
     next_pull_.clear();
-    deferred_.clear();
     next_push_.clear();
+    if (!keep_joins) {
+      for (int node : deferred_) defer_mark_[static_cast<std::size_t>(node)] = 0;
+      deferred_.clear();
+    }
     for (std::size_t j = 0; j < topo_.joins.size(); ++j) {
       auto& marks = join_marks_[j];
       if (!keep_joins) {
@@ -1850,24 +1858,28 @@ class Runner {
 
   /// The writes of a finished task as saved: its fields (pushed messages, update, further
   /// Commands, in that order) and its gotos.
+  /// `for_saver`: messages appended to a message list go pre-encoded (saved_write_json).
   void append_field_writes(const Update<S>& update,
-                           std::vector<std::pair<std::string, nlohmann::json>>& writes) const {
+                           std::vector<std::pair<std::string, nlohmann::json>>& writes,
+                           bool for_saver = false) const {
     if constexpr (kJsonState<S>) {
       for_each_field<S>([&](auto i) {
+        using R = typename field_t<S, i>::reducer_type;
         if constexpr (!kManagedValue<typename field_t<S, i>::value_type>) {
           if (const auto& slot = update.template slot<i>()) {
             writes.emplace_back(std::string(field_t<S, i>::name),
-                                write_to_json<typename field_t<S, i>::reducer_type>(*slot));
+                                for_saver ? saved_write_json<R>(*slot) : write_to_json<R>(*slot));
           }
         }
       });
     }
   }
-  std::vector<std::pair<std::string, nlohmann::json>> output_writes(const Task& t) const {
+  std::vector<std::pair<std::string, nlohmann::json>> output_writes(const Task& t,
+                                                                    bool for_saver = false) const {
     std::vector<std::pair<std::string, nlohmann::json>> writes;
-    for (const auto& u : t.pushed) append_field_writes(u, writes);
-    append_field_writes(t.output->update, writes);
-    for (const auto& u : t.more) append_field_writes(u, writes);
+    for (const auto& u : t.pushed) append_field_writes(u, writes, for_saver);
+    append_field_writes(t.output->update, writes, for_saver);
+    for (const auto& u : t.more) append_field_writes(u, writes, for_saver);
     if (!t.output->go_to.empty())
       writes.emplace_back(std::string(kGotoWrite), gotos_json(t.output->go_to));
     if (writes.empty()) writes.emplace_back(std::string(kNoWrites), nullptr);
@@ -1908,7 +1920,7 @@ class Runner {
           list.push_back({{"id", i.id}, {"value", i.value}, {"node", i.node}});
         writes.emplace_back(std::string(kInterruptChannel), std::move(list));
       } else if (t.output) {
-        writes = output_writes(t);
+        writes = output_writes(t, /*for_saver=*/true);
       } else {
         return;
       }
@@ -2074,7 +2086,7 @@ class Runner {
       }
       // Only an input checkpoint holds the input (with durability "exit" it may never be stored,
       // and the next checkpoint must not carry it).
-      const bool input = std::string_view(source) == "input";
+      const bool input = std::string_view(source) == "input" || std::string_view(source) == "fork";
       if (input && start_input_) versions_[std::string(kStartChannel)] = v;
       std::erase_if(versions_, [v](const auto& kv) {
         const std::string& ch = kv.first;
@@ -2288,12 +2300,12 @@ class Runner {
     return topo_.ids.at(nodes[0]);
   }
 
-  /// The node update_state applies an update as: `as_node`, or when none is given the only
-  /// node, START on a thread where no node ran, else the node that ran last. Throws
+  /// The node update_state applies an update as: `as_node`, or when none is given START on a
+  /// thread where nothing ran, else the node that ran last (START counts, as in LangGraph, whose
+  /// "only node" rule never applies to a StateGraph: START is a node). Throws
   /// InvalidUpdateError (LangGraph's wording) for an unknown node or an ambiguous last node.
   int update_target(const std::optional<std::string>& as_node, bool loaded) const {
     if (!as_node) {
-      if (topo_.node_count == 1) return 0;
       if (!loaded) return topo_.start;
       return last_writer();
     }
@@ -2312,7 +2324,7 @@ class Runner {
       // The writes of earlier Commands on this checkpoint stay first (LangGraph accumulates them).
       std::vector<std::pair<std::string, nlohmann::json>> writes = null_writes_;
       if (!go_to.empty()) writes.emplace_back(std::string(kGotoWrite), gotos_json(go_to));
-      if (update) append_field_writes(*update, writes);
+      if (update) append_field_writes(*update, writes, /*for_saver=*/true);
       save_writes(std::string(kRunTaskId), std::move(writes));
     }
     if (update) apply_update_to_state(std::move(*update), INPUT);
@@ -2452,8 +2464,10 @@ class Runner {
     };
     if (start_next || pending_start_) {
       Task start;
+      ++step_;  // START runs in the step after the input checkpoint
       reset_task(start, topo_.start, -1);
       assign_task_id(start);
+      --step_;
       add(std::string(start.info.id.data(), start.info.id.size()), START, nullptr);
     }
     for (const Task& t : tasks_) {
