@@ -33,6 +33,8 @@ namespace {
 constexpr std::uint8_t kFormatVersion = 1;
 constexpr char kRecord = 'c';
 constexpr char kWrite = 'w';
+constexpr char kWriteBundle = 'W';  // a task's writes in one record: [[channel, value], ...]
+constexpr int kBundleIndex = -100;  // the write index of that record
 constexpr char kJsonBlob = 'j';
 constexpr char kViewBlob = 'v';
 constexpr char kEmptyBlob = 'e';
@@ -306,6 +308,27 @@ void write_with_messages(CborWriter& w, const json& j) {
   } else {
     w.value(j);
   }
+}
+
+/// A write stored as log positions: `{"$log": {"ranges": [[from, to], ...]}}`.
+constexpr std::string_view kLogWrite = "$log";
+/// A write stored as the version of the channel's blob: `{"$blob": version}`.
+constexpr std::string_view kBlobWrite = "$blob";
+
+/// The last `count` positions of a view.
+Ranges last_positions(const Ranges& view, std::uint64_t count) {
+  Ranges out;
+  for (auto it = view.rbegin(); it != view.rend() && count > 0; ++it) {
+    const std::uint64_t take = std::min(count, it->second - it->first);
+    out.emplace_back(it->second - take, it->second);
+    count -= take;
+  }
+  if (count > 0) {
+    throw CheckpointError(errc::kCheckpointInvalid,
+                          "put_all: an appended write is longer than its message list");
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
 }
 
 /// An envelope around an encoded CBOR payload.
@@ -686,10 +709,13 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
-    // The writes of tasks that just ran: nothing is saved under their ids yet.
-    for (const auto& w : p.writes)
-      stage_writes(staged.batch, w.config, w.writes, w.task_id, {}, /*check_existing=*/false);
     stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions);
+    // The writes of tasks that just ran (nothing is saved under their ids yet); appended
+    // messages refer to the log entries the checkpoint above stores.
+    for (const auto& w : p.writes) {
+      stage_writes(staged.batch, p.config, w.writes, w.task_id, {}, /*check_existing=*/false,
+                   &staged);
+    }
     out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
   }
   if (!staged.batch.empty()) commit(staged);
@@ -724,12 +750,27 @@ void KvCheckpointer::put_writes(const CheckpointConfig& config,
 void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
                                   const std::vector<std::pair<std::string, json>>& writes,
                                   const std::string& task_id, const std::string& task_path,
-                                  bool check_existing) {
+                                  bool check_existing, const Staged* appended_from) {
   if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
   if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
   check_name("thread_id", config.thread_id);
   check_name("task_id", task_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
+  if (appended_from) {
+    // The writes of a task that just ran, with its put: one record (nothing is saved under the
+    // task's id yet). Values that the put's checkpoint stores anyway refer to it.
+    batch.push_back({KvOp::Kind::put, Column::writes,
+                     write_key(prefix, config.checkpoint_id, task_id, kBundleIndex),
+                     envelope_with(kWriteBundle, [&](CborWriter& w) {
+                       w.array(writes.size());
+                       for (const auto& [channel, value] : writes) {
+                         w.array(2);
+                         w.text(channel);
+                         write_value(w, prefix, channel, value, *appended_from);
+                       }
+                     })});
+    return;
+  }
   for (std::size_t i = 0; i < writes.size(); ++i) {
     const auto& [channel, value] = writes[i];
     const auto special = special_write_index(channel);
@@ -737,6 +778,10 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
     std::string key = write_key(prefix, config.checkpoint_id, task_id, idx);
     if (check_existing && !special && kv_->get(Column::writes, key))
       continue;  // a re-run task cannot change saved writes
+    if (value.is_object() && value.size() == 1 &&
+        (value.contains(kAppendedWrite) || value.contains(kStoredWrite))) {
+      invalid("put_writes: '" + channel + "': $appended / $stored writes go only with put_all");
+    }
     batch.push_back(
         {KvOp::Kind::put, Column::writes, std::move(key), envelope_with(kWrite, [&](CborWriter& w) {
            w.map(3);
@@ -748,6 +793,37 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
            w.text(task_path);
          })});
   }
+}
+
+void KvCheckpointer::write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
+                                 const std::string& channel, const json& value,
+                                 const Staged& staged) {
+  // {"$appended": k}: the last k messages of the channel's view in the staged checkpoint,
+  // stored as {"$log": {"ranges": [[from, to], ...]}}.
+  if (value.is_object() && value.size() == 1 && value.contains(kAppendedWrite)) {
+    const auto it = staged.views.find(log_prefix(prefix, channel));
+    if (it == staged.views.end())
+      invalid("put_all: an appended write to '" + channel + "' without a staged message list");
+    w.map(1);
+    w.text(kLogWrite);
+    write_view(w, last_positions(it->second.second, value[kAppendedWrite].get<std::uint64_t>()));
+    return;
+  }
+  // {"$stored": v}: v, or {"$blob": version} when the checkpoint keeps v in a blob.
+  if (value.is_object() && value.size() == 1 && value.contains(kStoredWrite)) {
+    if (auto in = staged.inlines.find(prefix); in != staged.inlines.end()) {
+      auto v = in->second.second.find(channel);
+      if (v != in->second.second.end() && !v->second.item) {
+        w.map(1);
+        w.text(kBlobWrite);
+        w.integer(v->second.version);
+        return;
+      }
+    }
+    write_with_messages(w, value[kStoredWrite]);
+    return;
+  }
+  write_with_messages(w, value);
 }
 
 std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::string& thread,
@@ -871,9 +947,33 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
       Column::writes, lo, prefix_end(lo), false, [&](std::string_view key, std::string_view data) {
         const std::string_view rest = key.substr(lo.size());
         const std::string task_id(rest.substr(0, rest.find('\0')));
-        const json w = open_envelope(data, kWrite, {thread, record.id, "pending write"});
-        t.pending_writes.push_back(
-            PendingWrite{task_id, w.value("channel", std::string()), w.value("value", json())});
+        const Origin origin{thread, record.id, "pending write"};
+        char kind = 0;
+        json w = open_envelope(data, 0, origin, &kind);
+        auto add = [&](std::string channel, json value) {
+          if (value.is_object() && value.size() == 1 && value.contains(kLogWrite)) {
+            bool present = false;
+            value = resolve_value(thread, ns, record.id, channel, kViewBlob,
+                                  std::move(value[kLogWrite]), present);
+          } else if (value.is_object() && value.size() == 1 && value.contains(kBlobWrite)) {
+            bool present = false;
+            value = read_channel(thread, ns, record.id, channel,
+                                 value[kBlobWrite].get<std::int64_t>(), present);
+          }
+          t.pending_writes.push_back(PendingWrite{task_id, std::move(channel), std::move(value)});
+        };
+        if (kind == kWriteBundle) {
+          if (!w.is_array()) corrupt(origin, "a bundle of writes must be an array");
+          for (auto& item : w) {
+            if (!item.is_array() || item.size() != 2 || !item[0].is_string())
+              corrupt(origin, "a bundled write must be [channel, value]");
+            add(item[0].get<std::string>(), std::move(item[1]));
+          }
+        } else if (kind == kWrite) {
+          add(w.value("channel", std::string()), std::move(w["value"]));
+        } else {
+          corrupt(origin, fmt::format("record kind '{}' where a write was expected", kind));
+        }
         return true;
       });
   return t;

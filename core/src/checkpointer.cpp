@@ -61,7 +61,7 @@ std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<Checkpoint
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
-    for (const auto& w : p.writes) put_writes(w.config, w.writes, w.task_id);
+    for (const auto& w : p.writes) put_writes(p.config, w.writes, w.task_id);
     out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
   }
   return out;

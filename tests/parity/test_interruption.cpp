@@ -77,7 +77,6 @@ TEST_CASE_TEMPLATE("langgraph/test_interruption.py::test_interruption_without_st
   interruption_without_state_updates<Saver>(sg::Durability::exit);
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 struct StatePlain {
   sg::RemainingSteps remaining_steps{};
@@ -99,4 +98,3 @@ TEST_CASE("langgraph/test_managed_values.py::test_managed_values_recognized") {
   (void)graph.compile().invoke(sg::Update<StatePlain>{});
   CHECK(seen == 24);
 }
-#endif

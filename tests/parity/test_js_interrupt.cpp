@@ -137,7 +137,7 @@ sg::StateGraph<ToolState> nested_tool_two_graph(std::shared_ptr<std::atomic<int>
 }
 
 /// The part of "should handle dynamic interrupts with ..." that today's API expresses. The
-/// exact stream chunks are checked by the " (stream chunks)" cases (NEW_API).
+/// exact stream chunks are checked by the " (stream chunks)" cases.
 template <class Saver>
 void dynamic_interrupt_today(sg::StateGraph<ToolState> (*make)(std::shared_ptr<std::atomic<int>>)) {
   auto count = std::make_shared<std::atomic<int>>(0);
@@ -174,7 +174,7 @@ void dynamic_interrupt_today(sg::StateGraph<ToolState> (*make)(std::shared_ptr<s
   CHECK(updated.empty());
   REQUIRE(r2a.interrupts.size() == 1);
   CHECK(r2a.interrupts[0].value == "Just because...");
-  // The resumed run ends without interrupt (its chunks: see the NEW_API case).
+  // The resumed run ends without interrupt (its chunks: see the " (stream chunks)" case).
   const auto r2b =
       with_checkpointer.invoke(sg::Command<ToolState>{.resume = json(" my answer")}, thread2);
   CHECK_FALSE(r2b.interrupted());
@@ -284,7 +284,6 @@ TEST_CASE_TEMPLATE(
   dynamic_interrupt_today<Saver>(&nested_tool_two_graph);
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 
 /// The streams of "should handle dynamic interrupts with ...": chunks as LangGraph.js yields them.
@@ -348,7 +347,6 @@ TEST_CASE_TEMPLATE(
   dynamic_interrupt_streams<Saver>(&nested_tool_two_graph,
                                    {{"my_key", " my answer"}, {"market", "DE"}});
 }
-#endif
 
 TEST_CASE_TEMPLATE(
     "langgraphjs/python_port/interrupt.test.ts::should not cancel node task when "

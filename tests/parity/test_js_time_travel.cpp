@@ -1,7 +1,7 @@
 // LangGraph.js src/tests/time_travel.test.ts. Every test of that file but one is the same test
 // (same graphs, same flow, the same or fewer assertions) as one of LangGraph's
 // tests/test_time_travel.py, ported in test_time_travel.cpp; they are listed in NOTES-misc.md.
-// The remaining one needs a subgraph compiled with `checkpointer: true` (NEW_API.md).
+// The remaining one (a subgraph compiled with `checkpointer: true`) is here.
 #include <algorithm>
 #include <mutex>
 
@@ -18,7 +18,6 @@ struct StringMaker<std::vector<std::string>> {
 };
 }  // namespace doctest
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 
 struct State {
@@ -111,4 +110,3 @@ TEST_CASE_TEMPLATE(
   CHECK(called->contains("ask_1"));
   CHECK_FALSE(called->contains("ask_2"));
 }
-#endif

@@ -165,7 +165,6 @@ TEST_CASE("langgraph/test_messages_state.py::test_remove_all_messages") {
   }
 }
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE("langgraph/test_messages_state.py::test_push_messages_in_graph") {
   // LangGraph streams ["messages", "values"] and checks that the last values chunk's messages
   // equal the messages streamed in "messages" mode (the pushed ones). stategraph has no
@@ -192,4 +191,3 @@ TEST_CASE("langgraph/test_messages_state.py::test_push_messages_in_graph") {
   CHECK(values->messages ==
         Messages{sg::ai("First", "1"), sg::human("Second", "2"), sg::ai("Third", "3")});
 }
-#endif

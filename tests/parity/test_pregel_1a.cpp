@@ -75,30 +75,20 @@ json interrupts_json(const std::vector<sg::Interrupt>& interrupts) {
 /// One LangGraph "updates" chunk: {node: update} (None when the node wrote nothing).
 template <sg::State S>
 json chunk(const sg::StreamEvent<S>& e) {
-#ifdef SG_PARITY_NEW_API
   if (e.node == sg::INTERRUPT) return {{"__interrupt__", interrupts_json(e.interrupts)}};
-#endif
   json c = json::object();
   c[e.node] = e.update && !e.update->empty() ? sg::update_to_json(*e.update) : json(nullptr);
-#ifdef SG_PARITY_NEW_API
   if (e.cached) c["__metadata__"] = {{"cached", true}};
-#endif
   return c;
 }
 
 /// `[*app.stream(input, config)]` (stream_mode="updates"); `input` is an Update, or std::nullopt
-/// (LangGraph's stream(None), new API). Until the new API streams LangGraph's final
-/// {"__interrupt__": (...)} chunk, it is built from the interrupted result.
+/// (LangGraph's stream(None)).
 template <sg::State S, class Input>
 json updates(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig config = {}) {
   json out = json::array();
-  const auto result = app.stream(std::forward<Input>(input), config, sg::StreamMode::updates,
-                                 [&](const sg::StreamEvent<S>& e) { out.push_back(chunk(e)); });
-#ifndef SG_PARITY_NEW_API
-  if (result.interrupted()) out.push_back({{"__interrupt__", interrupts_json(result.interrupts)}});
-#else
-  (void)result;
-#endif
+  (void)app.stream(std::forward<Input>(input), config, sg::StreamMode::updates,
+                   [&](const sg::StreamEvent<S>& e) { out.push_back(chunk(e)); });
   return out;
 }
 
@@ -109,9 +99,7 @@ json values(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig config
   (void)app.stream(std::forward<Input>(input), config, sg::StreamMode::values,
                    [&](const sg::StreamEvent<S>& e) {
                      json v = sg::state_to_json(*e.values);
-#ifdef SG_PARITY_NEW_API
                      if (!e.interrupts.empty()) v["__interrupt__"] = interrupts_json(e.interrupts);
-#endif
                      out.push_back(v);
                    });
   return out;
@@ -531,9 +519,7 @@ void pending_writes_resume(sg::Durability durability) {
   REQUIRE(state->tasks.size() == 2);
   CHECK(state->tasks[0].name == "one");
   CHECK(state->tasks[0].error.empty());
-#ifdef SG_PARITY_NEW_API
   CHECK(state->tasks[0].result == J(R"({"value": 2})"));
-#endif
   CHECK(state->tasks[1].name == "two");
   CHECK(state->tasks[1].error.find("I'm not good") != std::string::npos);
   CHECK(state->metadata.value("source", "") == "loop");
@@ -662,7 +648,6 @@ TEST_CASE("langgraph/test_pregel.py::test_concurrent_emit_sends") {
         Strings{"0", "1", "1.1", "3.1", "2|1", "2|2", "2|3", "2|4", "3"});
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 /// What LangGraph sends to node "2": an int, or `Command(goto=Send("2", value))`.
 struct SendArg {
@@ -696,7 +681,6 @@ TEST_CASE("langgraph/test_pregel.py::test_send_sequences") {
         Strings{"0", "1", "3.1", "2|Command(goto=Send(node='2', arg=3))",
                 "2|Command(goto=Send(node='2', arg=4))", "3", "2|3", "2|4", "3"});
 }
-#endif
 
 namespace {
 struct Weather {
@@ -929,10 +913,8 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_in_one_fan_out_state_graph_wa
       workflow.compile({.checkpointer = saver.get(), .interrupt_after = {"retriever_one"}});
   auto config = sg::parity::thread("1");
   CHECK(updates(app_w_interrupt, weather_question(), config) == J(kFanOutInterrupted));
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app_w_interrupt, std::nullopt, config) ==
         J(R"([{"qa": {"answer": "doc1,doc2,doc3,doc4"}}])"));
-#endif
 
   app_w_interrupt = workflow.compile({.checkpointer = saver.get(), .interrupt_before = {"qa"}});
   config = sg::parity::thread("2");
@@ -957,13 +939,10 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_in_one_fan_out_state_graph_wa
   REQUIRE(state->parent_config);
   CHECK(*state->parent_config == expected_parent_config);
   CHECK(state->interrupts.empty());
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app_w_interrupt, std::nullopt, config) ==
         J(R"([{"qa": {"answer": "doc1,doc2,doc3,doc4,doc5"}}])"));
-#endif
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 /// The debug stream as LangGraph's test compares it: type, step, task name, the task's input
 /// (task events; keys LangGraph shows) and its result (task_result events). Timestamps, task ids
@@ -1090,7 +1069,6 @@ TEST_CASE_TEMPLATE(
     SG_PARITY_SAVERS) {
   fan_out_defer_node<Saver>(false);
 }
-#endif
 
 TEST_CASE_TEMPLATE(
     "langgraph/test_pregel.py::test_in_one_fan_out_state_graph_waiting_edge_via_branch", Saver,
@@ -1117,10 +1095,8 @@ TEST_CASE_TEMPLATE(
       workflow.compile({.checkpointer = saver.get(), .interrupt_after = {"retriever_one"}});
   const auto config = sg::parity::thread("1");
   CHECK(updates(app_w_interrupt, weather_question(), config) == J(kFanOutInterrupted));
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app_w_interrupt, std::nullopt, config) ==
         J(R"([{"qa": {"answer": "doc1,doc2,doc3,doc4"}}])"));
-#endif
 }
 
 namespace {
@@ -1185,10 +1161,8 @@ TEST_CASE_TEMPLATE(
   const auto config = sg::parity::thread("1");
   check_valid_stream_order(updates(app_w_interrupt, weather_question(), config),
                            J(R"({"__interrupt__": []})"));
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app_w_interrupt, std::nullopt, config) ==
         J(R"([{"qa": {"answer": "doc1,doc2,doc3,doc4"}}])"));
-#endif
 }
 
 namespace {
@@ -1263,7 +1237,6 @@ TEST_CASE(
   // `assert rewrite_query_count == 2 if with_cache else 4` checks nothing without the cache.
 }
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE(
     "langgraph/test_pregel.py::test_in_one_fan_out_state_graph_waiting_edge_multiple "
     "(with cache)") {
@@ -1279,7 +1252,6 @@ TEST_CASE(
   CHECK_STATE(app.invoke(weather_question()).state, kMultipleFinal);
   CHECK(rewrite_calls == 4);
 }
-#endif
 
 namespace {
 struct Query {

@@ -79,24 +79,18 @@ json ns_json(const std::vector<std::string>& ns) {
 /// One LangGraph "updates" chunk: {node: update} (None when the node wrote nothing).
 template <sg::State S>
 json chunk(const sg::StreamEvent<S>& e) {
-#ifdef SG_PARITY_NEW_API
   if (e.node == sg::INTERRUPT) return {{"__interrupt__", interrupts_json(e.interrupts)}};
-#endif
   json c = json::object();
   // A subgraph with another state type streams its update as JSON in `data`.
   c[e.node] = e.update && !e.update->empty() ? sg::update_to_json(*e.update)
               : !e.update && !e.data.empty() ? e.data
                                              : json(nullptr);
-#ifdef SG_PARITY_NEW_API
   if (e.cached) c["__metadata__"] = {{"cached", true}};
-#endif
   return c;
 }
 
 /// `[*app.stream(input, config)]` (stream_mode="updates"; with `subgraphs`, LangGraph's
-/// (namespace, chunk) pairs). `input` is an Update, or std::nullopt (LangGraph's stream(None),
-/// new API). Until the new API streams LangGraph's final {"__interrupt__": (...)} chunk, it is
-/// built from the interrupted result.
+/// (namespace, chunk) pairs). `input` is an Update, or std::nullopt (LangGraph's stream(None)).
 template <sg::State S, class Input>
 json updates(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig config = {},
              bool subgraphs = false) {
@@ -107,14 +101,7 @@ json updates(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig confi
                  [&](const sg::StreamEvent<S>& e) {
                    out.push_back(subgraphs ? json::array({ns_json(e.ns), chunk(e)}) : chunk(e));
                  });
-#ifndef SG_PARITY_NEW_API
-  if (result.interrupted()) {
-    const json c = {{"__interrupt__", interrupts_json(result.interrupts)}};
-    out.push_back(subgraphs ? json::array({json::array(), c}) : c);
-  }
-#else
   (void)result;
-#endif
   return out;
 }
 
@@ -125,9 +112,7 @@ json values(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig config
   (void)app.stream(std::forward<Input>(input), config, sg::StreamMode::values,
                    [&](const sg::StreamEvent<S>& e) {
                      json v = sg::state_to_json(*e.values);
-#ifdef SG_PARITY_NEW_API
                      if (!e.interrupts.empty()) v["__interrupt__"] = interrupts_json(e.interrupts);
-#endif
                      out.push_back(v);
                    });
   return out;
@@ -266,7 +251,6 @@ TEST_CASE("langgraph/test_pregel.py::test_nested_graph") {
               {"my_key": "my value there and back again", "never_called": "never_called"}])"));
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 template <class Saver>
 void subgraph_checkpoint_true(sg::Durability durability) {
@@ -319,7 +303,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_subgraph_checkpoint_true (exi
                    SG_PARITY_SAVERS) {
   subgraph_checkpoint_true<Saver>(sg::Durability::exit);
 }
-#endif
 
 namespace {
 void subgraph_durability_inherited(sg::Durability durability) {
@@ -362,7 +345,6 @@ TEST_CASE("langgraph/test_pregel.py::test_subgraph_durability_inherited (exit)")
   subgraph_durability_inherited(sg::Durability::exit);
 }
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 struct SubgraphState {
   // note that none of these keys are shared with the parent graph state
@@ -432,7 +414,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_subgraph_checkpoint_true_inte
                    Saver, SG_PARITY_SAVERS) {
   subgraph_checkpoint_true_interrupt<Saver>(sg::Durability::exit);
 }
-#endif
 
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_stream_subgraphs_during_execution", Saver,
                    SG_PARITY_SAVERS) {
@@ -572,44 +553,36 @@ void nested_graph_interrupts_parallel(sg::Durability durability) {
     [[], {"outer_1": {"my_key": " and parallel"}}],
     [["inner:"], {"inner_1": {"my_key": "got here", "my_other_key": ""}}],
     [[], {"__interrupt__": []}]])"));
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app, std::nullopt, config) == J(R"([
     {"outer_1": {"my_key": " and parallel"}, "__metadata__": {"cached": true}},
     {"inner": {"my_key": "got here and there"}},
     {"outer_2": {"my_key": " and back again"}}])"));
-#endif
 
   // test stream values w/ nested interrupt
   config = with(sg::parity::thread("3"), durability);
   CHECK(values(app, input, config) == J(R"([{"my_key": ""}, {"my_key": " and parallel"}])"));
-#ifdef SG_PARITY_NEW_API
   CHECK(values(app, std::nullopt, config) ==
         J(R"([{"my_key": ""}, {"my_key": "got here and there and parallel"},
               {"my_key": "got here and there and parallel and back again"}])"));
-#endif
 
   // test interrupts BEFORE the parallel node
   app = graph.compile({.checkpointer = saver.get(), .interrupt_before = {"outer_1"}});
   config = with(sg::parity::thread("4"), durability);
   CHECK(values(app, input, config) == J(R"([{"my_key": ""}])"));
-#ifdef SG_PARITY_NEW_API
   // while we're waiting for the node w/ interrupt inside to finish
   CHECK(values(app, std::nullopt, config) == J(R"([{"my_key": ""}, {"my_key": " and parallel"}])"));
   CHECK(values(app, std::nullopt, config) ==
         J(R"([{"my_key": ""}, {"my_key": "got here and there and parallel"},
               {"my_key": "got here and there and parallel and back again"}])"));
-#endif
 
   // test interrupts AFTER the parallel node
   app = graph.compile({.checkpointer = saver.get(), .interrupt_after = {"outer_1"}});
   config = with(sg::parity::thread("5"), durability);
   CHECK(values(app, input, config) == J(R"([{"my_key": ""}, {"my_key": " and parallel"}])"));
-#ifdef SG_PARITY_NEW_API
   CHECK(values(app, std::nullopt, config) ==
         J(R"([{"my_key": ""}, {"my_key": "got here and there and parallel"}])"));
   CHECK(values(app, std::nullopt, config) == J(R"([{"my_key": "got here and there and parallel"},
               {"my_key": "got here and there and parallel and back again"}])"));
-#endif
 }
 }  // namespace
 
@@ -672,20 +645,16 @@ void doubly_nested_graph_interrupts(sg::Durability durability) {
   config = with(sg::parity::thread("2"), durability);
   CHECK(updates(app, input, config) ==
         J(R"([{"parent_1": {"my_key": "hi my value"}}, {"__interrupt__": []}])"));
-#ifdef SG_PARITY_NEW_API
   CHECK(updates(app, std::nullopt, config) ==
         J(R"([{"child": {"my_key": "hi my value here and there"}},
               {"parent_2": {"my_key": "hi my value here and there and back again"}}])"));
-#endif
 
   // test stream values w/ nested interrupt
   config = with(sg::parity::thread("3"), durability);
   CHECK(values(app, input, config) == J(R"([{"my_key": "my value"}, {"my_key": "hi my value"}])"));
-#ifdef SG_PARITY_NEW_API
   CHECK(values(app, std::nullopt, config) ==
         J(R"([{"my_key": "hi my value"}, {"my_key": "hi my value here and there"},
               {"my_key": "hi my value here and there and back again"}])"));
-#endif
 }
 }  // namespace
 
@@ -963,7 +932,6 @@ const auto log_node = [](std::string name) {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_debug_retry", Saver, SG_PARITY_SAVERS) {
   Saver saver;
   sg::StateGraph<Msgs> builder;
@@ -1011,7 +979,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_debug_retry", Saver, SG_PARIT
     CHECK(stream_parent_conf == conf(found->second.parent_config));
   }
 }
-#endif
 
 namespace {
 template <class Saver>

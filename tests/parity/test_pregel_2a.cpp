@@ -48,14 +48,12 @@ bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-#ifdef SG_PARITY_NEW_API
 /// The values of interrupts, as a JSON array.
 json interrupt_values(const std::vector<sg::Interrupt>& interrupts) {
   json out = json::array();
   for (const auto& i : interrupts) out.push_back(i.value);
   return out;
 }
-#endif
 
 /// A stream event as one line, close to LangGraph's chunk: `values {...}`, `node {update}`,
 /// `custom <data>`, `__interrupt__ [values]` (the interrupt chunk), with ` __interrupt__ [...]`
@@ -83,10 +81,8 @@ std::string line(const sg::StreamEvent<S>& e) {
       out = "debug " + e.data.dump();
       break;
   }
-#ifdef SG_PARITY_NEW_API
   if (!e.interrupts.empty()) out += " " + interrupt_values(e.interrupts).dump();
   if (e.cached) out += " cached";
-#endif
   return out;
 }
 
@@ -97,7 +93,7 @@ Strings lines(const std::vector<sg::StreamEvent<S>>& events) {
   return out;
 }
 
-/// Runs stream() and collects its events (input: an Update, or a Command with the new API).
+/// Runs stream() and collects its events (input: an Update or a Command).
 template <class S, class In>
 std::vector<sg::StreamEvent<S>> collect(const sg::CompiledGraph<S>& app, In input,
                                         const sg::RunConfig& config, sg::StreamModes modes) {
@@ -107,7 +103,6 @@ std::vector<sg::StreamEvent<S>> collect(const sg::CompiledGraph<S>& app, In inpu
   return out;
 }
 
-#ifdef SG_PARITY_NEW_API
 /// Every interrupt carried by the events has an id (LangGraph: `id=AnyStr()`).
 template <class S>
 bool interrupt_ids_set(const std::vector<sg::StreamEvent<S>>& events) {
@@ -116,7 +111,6 @@ bool interrupt_ids_set(const std::vector<sg::StreamEvent<S>>& events) {
       if (i.id.empty()) return false;
   return true;
 }
-#endif
 
 struct StrAdd {
   std::string operator()(std::string a, std::string b) const { return a + b; }
@@ -141,7 +135,6 @@ struct ParentCmdState : sg::MessagesState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 template <class Saver>
 void parent_command(sg::SubgraphCheckpointer subgraph_persist) {
@@ -202,7 +195,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_parent_command (subgraph_pers
                    SG_PARITY_SAVERS) {
   parent_command<Saver>(sg::SubgraphCheckpointer::disabled);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_interrupt_subgraph
@@ -255,7 +247,6 @@ struct MyKeyState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 template <class Saver>
 void interrupt_multiple(bool map_style) {
@@ -309,7 +300,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_multiple (resume_st
                    SG_PARITY_SAVERS) {
   interrupt_multiple<Saver>(true);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_interrupt_loop
@@ -325,7 +315,6 @@ struct AgeState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 bool is_digits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -367,7 +356,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_loop", Saver, SG_PA
   events = collect(graph, sg::Command<S>{.resume = json("19")}, thread1, sg::StreamMode::updates);
   CHECK(lines(events) == Strings{R"(node {"age":19})"});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_dict_mixed_return
@@ -382,7 +370,6 @@ struct FooAddState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE("langgraph/test_pregel.py::test_dict_mixed_return") {
   // LangGraph's node returns [Command(update={"foo": "a"}), {"foo": "b"}]: a list of Commands
   // (the plain update as a Command without goto).
@@ -395,7 +382,6 @@ TEST_CASE("langgraph/test_pregel.py::test_dict_mixed_return") {
   graph.add_edge(sg::START, "my_node");
   CHECK(graph.compile().invoke(sg::set<&S::foo>(std::string())).state.foo == "ab");
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_command_with_static_breakpoints
@@ -736,7 +722,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_checkpoint_recovery (durabili
 // test_multiple_updates
 // ---------------------------------------------------------------------------------------------
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE("langgraph/test_pregel.py::test_multiple_updates") {
   using S = FooAddState;
   sg::StateGraph<S> builder;
@@ -759,7 +744,6 @@ TEST_CASE("langgraph/test_pregel.py::test_multiple_updates") {
   CHECK(lines(events) ==
         Strings{R"(node_a {"foo":"a1"})", R"(node_a {"foo":"a2"})", R"(node_b {"foo":"b"})"});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_node_before_interrupt_resume_graph_api
@@ -924,7 +908,6 @@ struct AgentInputState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_double_interrupt_subgraph", Saver,
                    SG_PARITY_SAVERS) {
   using S = AgentInputState;
@@ -979,7 +962,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_double_interrupt_subgraph", S
       collect(parent_agent, sg::Command<S>{.resume = json(true)}, thread, sg::StreamMode::updates);
   CHECK(lines(events) == Strings{R"(invoke_sub_agent {"input":true})"});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_multi_resume

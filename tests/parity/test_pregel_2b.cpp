@@ -40,14 +40,12 @@ bool contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
-#ifdef SG_PARITY_NEW_API
 /// The values of interrupts, as a JSON array.
 json interrupt_values(const std::vector<sg::Interrupt>& interrupts) {
   json out = json::array();
   for (const auto& i : interrupts) out.push_back(i.value);
   return out;
 }
-#endif
 
 /// A stream event as one line, close to LangGraph's chunk: `values {...}`, `node {update}`,
 /// `custom <data>`, `__interrupt__ [values]` (the interrupt chunk), with ` [...]` (interrupt
@@ -76,10 +74,8 @@ std::string line(const sg::StreamEvent<S>& e) {
       out = "debug " + e.data.dump();
       break;
   }
-#ifdef SG_PARITY_NEW_API
   if (!e.interrupts.empty()) out += " " + interrupt_values(e.interrupts).dump();
   if (e.cached) out += " cached";
-#endif
   return out;
 }
 
@@ -90,7 +86,7 @@ Strings lines(const std::vector<sg::StreamEvent<S>>& events) {
   return out;
 }
 
-/// Runs stream() and collects its events (input: an Update, or a Command with the new API).
+/// Runs stream() and collects its events (input: an Update or a Command).
 template <class S, class In>
 std::vector<sg::StreamEvent<S>> collect(const sg::CompiledGraph<S>& app, In input,
                                         const sg::RunConfig& config, sg::StreamModes modes) {
@@ -100,12 +96,10 @@ std::vector<sg::StreamEvent<S>> collect(const sg::CompiledGraph<S>& app, In inpu
   return out;
 }
 
-#ifdef SG_PARITY_NEW_API
 Strings sorted(Strings v) {
   std::sort(v.begin(), v.end());
   return v;
 }
-#endif
 
 }  // namespace
 
@@ -197,7 +191,6 @@ struct CountersState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_multiple_subgraphs_checkpointer", Saver,
                    SG_PARITY_SAVERS) {
   using S = CountersState;
@@ -250,7 +243,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_multiple_subgraphs_checkpoint
     CHECK(line(events[2]) == "parent_node {\"parent_counter\":" + std::to_string(expected) + "}");
   }
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_node_destinations
@@ -379,7 +371,6 @@ struct Recorder {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_subgraph_reenter_checkpointer_true",
                    Saver, SG_PARITY_SAVERS) {
   using Sub = ReenterSub;
@@ -459,7 +450,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_subgraph_reenter_ch
   std::lock_guard lock(rec->mu);
   CHECK(rec->bar_values == std::vector<json>{json(), json("barbaz"), json("quxbaz")});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_empty_invoke
@@ -522,7 +512,6 @@ struct PIParent {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 /// The parent graph: a Send per prompt to the child graph, then cleanup. LangGraph sends
 /// {"prompt": prompt}; a C++ subgraph node of another state type takes the parent's state, so
@@ -626,7 +615,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_parallel_interrupts_double", 
   CHECK(run_parallel_interrupts(app, events) == 5);
   CHECK(events.size() == 5);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_bulk_state_updates
@@ -642,7 +630,6 @@ struct FooBazState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_bulk_state_updates", Saver, SG_PARITY_SAVERS) {
   using S = FooBazState;
   using SU = sg::StateUpdate<S>;
@@ -703,13 +690,11 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_bulk_state_updates", Saver, S
                       config, Steps{{SU{.as_node = sg::END}, SU{.as_node = "__copy__"}}}),
                   sg::InvalidUpdateError);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_update_as_input
 // ---------------------------------------------------------------------------------------------
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 /// values, next and step of each snapshot (LangGraph's map_snapshot).
 template <class S>
@@ -779,7 +764,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_update_as_input (durability=e
                    SG_PARITY_SAVERS) {
   update_as_input<Saver>(sg::Durability::exit);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_parent_command_goto
@@ -794,7 +778,6 @@ struct DialogState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 enum class TimeoutAt { none, inner, outer, both };
 
@@ -918,7 +901,6 @@ TEST_CASE_TEMPLATE(
     Saver, SG_PARITY_SAVERS) {
   parent_command_goto_deeply_nested<Saver>(sg::SubgraphCheckpointer::disabled);
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_timeout_with_parent_command
@@ -982,7 +964,6 @@ struct NameState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 json tree_checkpoint(const std::string& name) {
   return json::array({"checkpoint", json{{"values", json{{"name", name}}}}});
@@ -1148,7 +1129,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_fork_and_update_task_results"
         after_two(json::array({two_branch, forked_two(json::array({three_branch, three_star_branch,
                                                                    three_branch}))})));
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_null_resume_disallowed_with_multiple_interrupts
@@ -1222,7 +1202,6 @@ struct RobotState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_stream_mode_values", Saver,
                    SG_PARITY_SAVERS) {
   using S = RobotState;
@@ -1256,7 +1235,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_interrupt_stream_mode_values"
                 R"(human_input_node {"human_input":"i am a human"})",
                 R"(values {"human_input":"i am a human","robot_input":"beep boop i am a robot"})"});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_supersteps_populate_task_results
@@ -1272,7 +1250,6 @@ struct NumTextState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 json first_task_result(const std::vector<sg::StateSnapshot<NumTextState>>& history,
                        const std::string& node) {
@@ -1320,7 +1297,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_supersteps_populate_task_resu
   CHECK(bulk_double_result == ref_double_result);
   CHECK(bulk_double_result == json{{"num", 2}, {"text", "oneone"}});
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_multiple_writes_same_channel_from_same_node
@@ -1340,7 +1316,6 @@ struct JoinState {
 };
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_multiple_writes_same_channel_from_same_node",
                    Saver, SG_PARITY_SAVERS) {
   using S = JoinState;
@@ -1394,7 +1369,6 @@ TEST_CASE_TEMPLATE("langgraph/test_pregel.py::test_multiple_writes_same_channel_
     {"tasks": [{"name": "__start__", "result": {"foo": "input"}}], "values": {"foo": ""}}
   ])"));
 }
-#endif  // SG_PARITY_NEW_API
 
 // ---------------------------------------------------------------------------------------------
 // test_overwrite_sequential / test_overwrite_parallel / test_overwrite_parallel_error

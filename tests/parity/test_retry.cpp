@@ -270,7 +270,6 @@ TEST_CASE("langgraph/test_retry.py::test_state_graph_add_node_timeout_composes_w
   CHECK(attempts->load() == 2);
 }
 
-#ifdef SG_PARITY_NEW_API
 // LangGraph checks, on run_with_retry directly, that writes a timed-out attempt makes through
 // CONFIG_KEY_SEND never reach the task's writes. A stategraph node writes by returning, except
 // through Context::push_message: these are the graph-level counterparts, with push_message as
@@ -339,4 +338,3 @@ TEST_CASE_TEMPLATE(
   REQUIRE(state->tasks.size() == 1);
   CHECK(state->tasks[0].result.is_null());
 }
-#endif

@@ -3,11 +3,11 @@
 // graph invoked inside a node).
 //
 // LangGraph -> stategraph:
-//   inner.invoke(...) inside a node      the same call in the node's function: NEW_API.md ("a
-//                                        compiled graph invoked from inside a node runs as a
-//                                        subgraph of that node's run")
+//   inner.invoke(...) inside a node      the same call in the node's function (a compiled graph
+//                                        invoked from inside a node runs as a subgraph of that
+//                                        node's run)
 //   compile(checkpointer=False / True)   CompileOptions::subgraph_checkpointer disabled /
-//                                        persistent (NEW_API.md)
+//                                        persistent
 #include <atomic>
 #include <mutex>
 #include <ostream>
@@ -50,7 +50,6 @@ struct Count {
 
 }  // namespace
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 
 using Msgs = sg::MessagesState;
@@ -373,7 +372,6 @@ TEST_CASE_TEMPLATE("langgraph/test_subgraph_persistence.py::test_stateful_namesp
   CHECK(veggie_msgs.at(1) == List{"broccoli round 1", "Veggie: broccoli round 1",
                                   "broccoli round 2", "Veggie: broccoli round 2"});
 }
-#endif
 
 TEST_CASE_TEMPLATE(
     "langgraph/test_subgraph_persistence.py::test_child_with_own_thread_id_keeps_namespace", Saver,
@@ -410,7 +408,6 @@ TEST_CASE_TEMPLATE(
 
 // ---- tests/test_parent_command.py
 
-#ifdef SG_PARITY_NEW_API
 namespace {
 struct JumpParent {
   int jump_from_idx = 0;
@@ -454,4 +451,3 @@ TEST_CASE("langgraph/test_parent_command.py::test_parent_command_from_nested_sub
   CHECK(graph.invoke(JumpParent{.jump_from_idx = 1}).state.jump_from_idx == 1);
   CHECK(graph.invoke(JumpParent{.jump_from_idx = 2}).state.jump_from_idx == 2);
 }
-#endif

@@ -9,7 +9,7 @@
 //   graph.update_state(cfg, values[, as_node])   app.update_state(at(cfg), update[, as_node])
 //   get_state(subgraphs=True).tasks[0].state     the subgraph namespace's latest checkpoint, read
 //                                                from the saver (subgraph_checkpoint())
-//   subgraph compile(checkpointer=True)          SubgraphCheckpointer::persistent (NEW_API.md)
+//   subgraph compile(checkpointer=True)          SubgraphCheckpointer::persistent
 #include <algorithm>
 #include <atomic>
 #include <mutex>

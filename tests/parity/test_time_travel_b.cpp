@@ -8,7 +8,7 @@
 //   graph.update_state(cfg, values[, as_node])   app.update_state(at(cfg), update[, as_node])
 //   get_state(subgraphs=True).tasks[0].state     the subgraph namespace's latest checkpoint, read
 //                                                from the saver (subgraph_checkpoint())
-//   subgraph compile(checkpointer=True)          SubgraphCheckpointer::persistent (NEW_API.md)
+//   subgraph compile(checkpointer=True)          SubgraphCheckpointer::persistent
 #include <algorithm>
 #include <atomic>
 #include <mutex>
@@ -242,7 +242,6 @@ std::string parent_id(const sg::StateSnapshot<S>& s) {
   return s.parent_config ? s.parent_config->checkpoint_id : std::string("<none>");
 }
 
-#ifdef SG_PARITY_NEW_API
 /// "[a, b]": a list value as LangGraph's test prints it.
 std::string bracket(const Strings& v) {
   return joined(v, "[", "]");
@@ -378,14 +377,12 @@ sg::CompiledGraph<Results> nested_three(std::shared_ptr<sg::Checkpointer> saver,
   g.add_edge(sg::START, "parent_step").add_edge("parent_step", "mid_node");
   return g.compile({.checkpointer = std::move(saver)});
 }
-#endif
 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
 // Section 5: subgraph with interrupt
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_time_travel.py::test_subgraph_interrupt_replay_from_parent",
                    Saver, SG_PARITY_SAVERS) {
   Saver saver;
@@ -597,7 +594,6 @@ TEST_CASE_TEMPLATE("langgraph/test_time_travel.py::test_subgraph_interrupt_full_
   CHECK(calls.has("post_process"));
   CHECK(contains(final_result.state.value, "post"));
 }
-#endif
 
 TEST_CASE_TEMPLATE(
     "langgraph/test_time_travel.py::test_subgraph_interrupt_full_flow_no_sub_checkpointer", Saver,
@@ -626,7 +622,6 @@ TEST_CASE_TEMPLATE(
   CHECK(contains(final_result.state.value, "post"));
 }
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE("langgraph/test_time_travel.py::test_subgraph_replay_from_subgraph_checkpoint",
                    Saver, SG_PARITY_SAVERS) {
   // Replay the parent from the subgraph's own checkpoint (no fork): the subgraph resumes there
@@ -962,12 +957,10 @@ TEST_CASE_TEMPLATE("langgraph/test_time_travel.py::test_3_levels_deep_middle_has
   CHECK_FALSE(calls.has("pre"));
   CHECK(calls.has("ask_1"));
 }
-#endif
 
 // ---------------------------------------------------------------------------------------------
 // Section 8: stateful subgraphs on replay
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE(
     "langgraph/test_time_travel.py::test_stateful_subgraph_retains_state_on_parent_replay", Saver,
     SG_PARITY_SAVERS) {
@@ -1049,9 +1042,7 @@ TEST_CASE_TEMPLATE("langgraph/test_time_travel.py::test_stateful_subgraph_loads_
   (void)app.resume(at(before_a_2nd.config));
   CHECK(observed.at(0) == "sub_step:[s]");
 }
-#endif
 
-#ifdef SG_PARITY_NEW_API
 TEST_CASE_TEMPLATE(
     "langgraph/test_time_travel.py::test_stateful_subgraph_loads_latest_after_replay", Saver,
     SG_PARITY_SAVERS) {
@@ -1235,4 +1226,3 @@ TEST_CASE_TEMPLATE(
   (void)app.resume(at(before_inc(1).config));
   CHECK(observed.all() == List{"sub_step:[s, s, s]"});
 }
-#endif

@@ -20,6 +20,9 @@ namespace sg {
 
 namespace detail {
 
+template <class Out>
+class CborWriter;  // stategraph/core/detail/cbor.hpp
+
 /// The key spaces of a checkpoint store (RocksDB column families).
 struct Column {
   enum : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
@@ -40,6 +43,7 @@ class KvCheckpointer : public Checkpointer {
                        const nlohmann::json& metadata,
                        const ChannelVersions& new_versions) override;
   std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts) override;
+  [[nodiscard]] bool stores_appended_writes() const noexcept override { return true; }
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path = {}) override;
@@ -91,11 +95,15 @@ class KvCheckpointer : public Checkpointer {
   void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
                  const nlohmann::json& metadata, const ChannelVersions& new_versions);
   void commit(Staged& staged);
-  /// Adds a task's writes to `batch` (put_writes' rules). Caller holds write_mu_.
+  /// Writes a bundled write's value; values the staged checkpoint stores refer to it.
+  void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
+                   const std::string& channel, const nlohmann::json& value, const Staged& staged);
+  /// Adds a task's writes to `batch` (put_writes' rules; with `appended_from`, put_all's: one
+  /// record, values referring to the staged checkpoint). Caller holds write_mu_.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
                     const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const std::string& task_id, const std::string& task_path,
-                    bool check_existing);
+                    const std::string& task_id, const std::string& task_path, bool check_existing,
+                    const Staged* appended_from = nullptr);
   LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);

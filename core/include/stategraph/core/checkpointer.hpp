@@ -121,21 +121,29 @@ inline constexpr std::string_view kScheduledChannel = "__scheduled__";
 /// `step`), strictly greater than every id made before in this process. Thread-safe.
 [[nodiscard]] std::string new_checkpoint_id(int step);
 
-/// A task's writes for Checkpointer::put_all: the arguments of a put_writes().
-struct WritesPut {
-  CheckpointConfig config;
+/// A task's writes for Checkpointer::put_all, saved as put_writes() would against the put's
+/// `config` (the checkpoint the task ran from).
+struct TaskWrites {
   std::string task_id;
   std::vector<std::pair<std::string, nlohmann::json>> writes;
 };
 
+/// In a TaskWrites value, `{"$appended": k}` stands for the last k items of that message-list
+/// channel in the checkpoint of the same put: a task appended exactly them. Only savers whose
+/// stores_appended_writes() is true get it; a read gives the items.
+inline constexpr std::string_view kAppendedWrite = "$appended";
+/// In a TaskWrites value, `{"$stored": v}`: the write is v, which is also the channel's value in
+/// the checkpoint of the same put (a saver may keep one copy). Same savers as kAppendedWrite.
+inline constexpr std::string_view kStoredWrite = "$stored";
+
 /// One checkpoint for Checkpointer::put_all: the arguments of a put(), and the writes of the
-/// tasks that produced it (saved against earlier checkpoints, before it, in the same write).
+/// tasks that produced it (saved against its parent, in the same write).
 struct CheckpointPut {
   CheckpointConfig config;
   Checkpoint checkpoint;
   nlohmann::json metadata;
   ChannelVersions new_versions;
-  std::vector<WritesPut> writes{};
+  std::vector<TaskWrites> writes{};
 };
 
 /// Stores checkpoints of graph threads (LangGraph's BaseCheckpointSaver). Implementations are
@@ -190,6 +198,10 @@ class Checkpointer {
   /// Reclaims space: keeps each namespace's newest checkpoint with its pending writes (so an
   /// interrupted run can still resume), or deletes the threads.
   virtual void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) = 0;
+
+  /// True when put_all() resolves `{"$appended": k}` and `{"$stored": v}` write values
+  /// (kAppendedWrite, kStoredWrite); graphs then send them for what the checkpoint stores anyway.
+  [[nodiscard]] virtual bool stores_appended_writes() const noexcept { return false; }
 
   /// The durability graphs use with this checkpointer unless the run says otherwise.
   [[nodiscard]] virtual Durability default_durability() const noexcept { return Durability::async; }

@@ -433,8 +433,8 @@ class CompiledGraph {
   /// LangGraph's update_state: applies `values` as if node `as_node` had returned them (its
   /// reducers; then its edges decide what runs next) in a new checkpoint with source "update";
   /// nodes scheduled before are dropped (a waiting edge keeps the sources it has seen). Without
-  /// as_node: the only node, START on a thread where no node ran, else the node that ran last
-  /// (InvalidUpdateError "Ambiguous update, specify as_node" when several did). Special nodes:
+  /// as_node: the node that ran last (by the versions it has seen; START when none ran;
+  /// InvalidUpdateError "Ambiguous update, specify as_node" when several tie). Special nodes:
   /// sg::END clears what would run next (tasks that already finished keep their writes) and
   /// applies `values`; sg::INPUT stores `values` as new graph input (an "input" checkpoint, START
   /// runs next); "__copy__" copies the checkpoint as a sibling (source "fork"). With

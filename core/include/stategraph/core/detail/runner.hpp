@@ -1035,7 +1035,7 @@ class Runner {
     for (std::size_t i = 0; i < tasks_.size(); ++i) {
       if (tasks_[i].restored) continue;
       if (is_timed(tasks_[i])) {
-        timed_.push_back(TimedSlot{i});
+        timed_.emplace_back(i);
       } else {
         claimable_.push_back(i);
       }
@@ -1116,12 +1116,33 @@ class Runner {
     shared.cv.notify_all();
   }
 
+  /// A timed task of the current step. A finished attempt's thread is joined, so nothing it
+  /// holds (the graph, its checkpointer) is released on it after the run returns; an abandoned
+  /// attempt's thread is detached.
   struct TimedSlot {
     std::size_t task;
     std::shared_ptr<TimedAttempt<S>> attempt{};
     int attempt_no = 0;
     std::optional<std::chrono::steady_clock::time_point> retry_at{};
     bool done = false;
+    std::thread worker{};
+
+    explicit TimedSlot(std::size_t task_index) : task(task_index) {}
+    TimedSlot(TimedSlot&&) noexcept = default;
+    TimedSlot& operator=(TimedSlot&&) = delete;
+    ~TimedSlot() { release_worker(); }
+
+    /// Joins the attempt's thread when it finished, otherwise abandons and detaches it.
+    void release_worker() {
+      if (!worker.joinable()) return;
+      int running = 0;
+      if (attempt && !attempt->status.compare_exchange_strong(running, 2) &&
+          attempt->status.load() == 1) {
+        worker.join();
+      } else {
+        worker.detach();
+      }
+    }
   };
 
   void start_attempt(TimedSlot& slot, int attempt_no) {
@@ -1133,12 +1154,13 @@ class Runner {
     attempt->info.attempt = attempt_no;
     attempt->deadline = std::chrono::steady_clock::now() +
                         def_->nodes[static_cast<std::size_t>(t.node)].options.timeout;
+    slot.release_worker();
     slot.attempt = attempt;
     slot.attempt_no = attempt_no;
     slot.retry_at.reset();
     // A thread of its own: an abandoned attempt that never returns must not hold a pool thread
     // that other runs need.
-    std::thread([attempt, shared = shared_, def = def_, node = t.node] {
+    slot.worker = std::thread([attempt, shared = shared_, def = def_, node = t.node] {
       TaskInput<S> input{attempt->snapshot.get(),
                          attempt->arg.has_value() ? &attempt->arg : nullptr};
       try {
@@ -1169,7 +1191,7 @@ class Runner {
         }
         shared->cv.notify_all();
       }
-    }).detach();
+    });
   }
 
   /// Settles timed attempts: takes finished results, abandons late ones, schedules retries.
@@ -1192,6 +1214,7 @@ class Runner {
       auto& a = *slot.attempt;
       std::exception_ptr error;
       if (a.status.load() == 1) {
+        slot.release_worker();
         if (!a.error) {
           t.output = std::move(a.output);
           t.interrupts = std::move(a.interrupts);
@@ -1216,6 +1239,7 @@ class Runner {
       } else if (now >= a.deadline) {
         int running = 0;
         if (!a.status.compare_exchange_strong(running, 2)) continue;  // it just finished
+        slot.release_worker();
         error = std::make_exception_ptr(NodeTimeoutError(
             "node '" + name_of(t.node) + "' timed out after " +
             std::to_string(entry.options.timeout.count()) + " ms at step " + std::to_string(step_) +
@@ -1244,10 +1268,7 @@ class Runner {
   void abandon_timed() {
     for (auto& slot : timed_) {
       if (slot.done) continue;
-      if (slot.attempt) {
-        int running = 0;
-        slot.attempt->status.compare_exchange_strong(running, 2);
-      }
+      slot.release_worker();
       tasks_[slot.task].error = std::make_exception_ptr(CancelledError());
       slot.done = true;
     }
@@ -1859,14 +1880,31 @@ class Runner {
   /// The writes of a finished task as saved: its fields (pushed messages, update, further
   /// Commands, in that order) and its gotos.
   /// `for_saver`: messages appended to a message list go pre-encoded (saved_write_json).
+  /// `appendable`: see output_writes.
   void append_field_writes(const Update<S>& update,
                            std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                           bool for_saver = false) const {
+                           bool for_saver = false, bool appendable = false) {
     if constexpr (kJsonState<S>) {
       for_each_field<S>([&](auto i) {
         using R = typename field_t<S, i>::reducer_type;
         if constexpr (!kManagedValue<typename field_t<S, i>::value_type>) {
           if (const auto& slot = update.template slot<i>()) {
+            if (appendable) {
+              if (auto k = pure_append<i>(*slot)) {
+                writes.emplace_back(std::string(field_t<S, i>::name),
+                                    nlohmann::json{{std::string(kAppendedWrite), *k}});
+                return;
+              }
+              if constexpr (kSingleWriter<R>) {
+                // A last value: what the step's checkpoint stores for the field.
+                if (slot->index() == 0) {
+                  nlohmann::json stored(nlohmann::json::value_t::object);
+                  stored[std::string(kStoredWrite)] = write_to_json<R>(*slot);
+                  writes.emplace_back(std::string(field_t<S, i>::name), std::move(stored));
+                  return;
+                }
+              }
+            }
             writes.emplace_back(std::string(field_t<S, i>::name),
                                 for_saver ? saved_write_json<R>(*slot) : write_to_json<R>(*slot));
           }
@@ -1874,11 +1912,61 @@ class Runner {
       });
     }
   }
+
+  /// The number of messages a write of message-list field I appends at the end of the list,
+  /// when that is all it does (new ids, no removals; checked before it is applied); nullopt
+  /// otherwise.
+  template <std::size_t I, class W>
+  std::optional<std::size_t> pure_append(const W& write) {
+    using R = typename field_t<S, I>::reducer_type;
+    if constexpr (TrackedListReducer<R> &&
+                  std::is_same_v<typename R::update_type, ListUpdate<Message>> &&
+                  requires(const typename R::Cache& c) {
+                    c.index;
+                    c.indexed;
+                  }) {
+      auto& cache = std::get<I>(caches_);
+      const auto* update = std::get_if<0>(&write);
+      if (!update || update->is_keep() || !cache.track) return std::nullopt;
+      if (!cache.indexed) {
+        // Build the index the reducer would build next anyway (only when every message has an
+        // id: the reducer assigns missing ones).
+        const auto& list = field_value<I>(state_);
+        if (std::any_of(list.begin(), list.end(), [](const Message& m) { return m.id.empty(); }))
+          return std::nullopt;
+        cache.index.clear();
+        cache.index.reserve(list.size());
+        for (std::size_t k = 0; k < list.size(); ++k) cache.index[list[k].id] = k;
+        cache.indexed = true;
+      }
+      const auto& items = update->items();
+      if (items.empty() || items.size() > 8) return std::nullopt;
+      for (std::size_t k = 0; k < items.size(); ++k) {
+        const Message& m = items[k];
+        if (m.id.empty() || m.type == MessageType::remove || cache.index.count(m.id))
+          return std::nullopt;
+        for (std::size_t j = 0; j < k; ++j) {
+          if (items[j].id == m.id) return std::nullopt;
+        }
+      }
+      return items.size();
+    } else {
+      (void)write;
+      return std::nullopt;
+    }
+  }
+  /// `with_checkpoint`: the writes go with the step's checkpoint, which the task alone produces:
+  /// messages it only appends are sent as {"$appended": k} (kAppendedWrite) to savers that
+  /// take that, instead of being encoded a second time.
   std::vector<std::pair<std::string, nlohmann::json>> output_writes(const Task& t,
-                                                                    bool for_saver = false) const {
+                                                                    bool for_saver = false,
+                                                                    bool with_checkpoint = false) {
     std::vector<std::pair<std::string, nlohmann::json>> writes;
+    const bool appendable = for_saver && with_checkpoint && t.pushed.empty() && t.more.empty() &&
+                            durability_ != Durability::exit && saver_ &&
+                            saver_->stores_appended_writes();
     for (const auto& u : t.pushed) append_field_writes(u, writes, for_saver);
-    append_field_writes(t.output->update, writes, for_saver);
+    append_field_writes(t.output->update, writes, for_saver, appendable);
     for (const auto& u : t.more) append_field_writes(u, writes, for_saver);
     if (!t.output->go_to.empty())
       writes.emplace_back(std::string(kGotoWrite), gotos_json(t.output->go_to));
@@ -1920,7 +2008,7 @@ class Runner {
           list.push_back({{"id", i.id}, {"value", i.value}, {"node", i.node}});
         writes.emplace_back(std::string(kInterruptChannel), std::move(list));
       } else if (t.output) {
-        writes = output_writes(t, /*for_saver=*/true);
+        writes = output_writes(t, /*for_saver=*/true, with_checkpoint);
       } else {
         return;
       }
@@ -2026,7 +2114,7 @@ class Runner {
       return;
     }
     if (with_checkpoint) {
-      held_writes_.push_back(WritesPut{current_config(), std::move(task_id), std::move(writes)});
+      held_writes_.push_back(TaskWrites{std::move(task_id), std::move(writes)});
       return;
     }
     auto job = [saver = saver_, config = current_config(), task_id = std::move(task_id),
@@ -2095,12 +2183,9 @@ class Runner {
                 ch == kTasksChannel || ch == kStartChannel);
       });
       for (const Task& t : tasks_) {
+        // START counts too (LangGraph records it: update_state then knows the input came last);
+        // like every node it is recorded under its own trigger, which stores compactly.
         if (!t.ran) continue;
-        if (t.node == topo_.start) {
-          // LangGraph records START too: update_state then knows the input came last.
-          versions_seen_[START] = ChannelVersions{{std::string(kStartChannel), v}};
-          continue;
-        }
         const std::string& trigger = def_->branch_channels[static_cast<std::size_t>(t.node)];
         auto& seen = versions_seen_[name_of(t.node)];
         if (seen.size() == 1 && seen.begin()->first == trigger) {
@@ -2265,9 +2350,16 @@ class Runner {
       exit_writes_.clear();
     }
     if (!held_writes_.empty()) {
+      // No checkpoint followed (the step failed while applying its writes): the writes go alone,
+      // except those that only refer to that checkpoint's messages.
       for (auto& w : held_writes_) {
-        auto job = [saver = saver_, w = std::move(w)] {
-          saver->put_writes(w.config, w.writes, w.task_id);
+        if (std::any_of(w.writes.begin(), w.writes.end(), [](const auto& cw) {
+              return cw.second.is_object() && cw.second.contains(kAppendedWrite);
+            })) {
+          continue;
+        }
+        auto job = [saver = saver_, config = current_config(), w = std::move(w)] {
+          saver->put_writes(config, w.writes, w.task_id);
         };
         if (writer_) {
           writer_->submit(std::move(job));
@@ -2598,7 +2690,7 @@ class Runner {
   Durability durability_ = Durability::sync;
   std::unique_ptr<AsyncWriter> writer_;
   std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
-  std::vector<WritesPut> held_writes_;    // task writes that go with the next checkpoint
+  std::vector<TaskWrites> held_writes_;   // task writes that go with the next checkpoint
   bool hold_puts_ = false;                // keep the next one for a joint write
   std::string run_id_;
   CheckpointConfig stored_;  // the last stored checkpoint: the parent of the next
