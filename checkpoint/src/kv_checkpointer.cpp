@@ -384,6 +384,7 @@ struct KvCheckpointer::Record {
   json metadata;
   std::string parent;
   json values = json::object();  // channel -> [version, kind, value] (small values)
+  json parent_writes;            // "w": [[task_id, [[channel, value], ...]], ...] or null
 };
 
 KvCheckpointer::KvCheckpointer(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
@@ -505,7 +506,8 @@ std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Sta
 
 void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                                const Checkpoint& checkpoint, const json& metadata,
-                               const ChannelVersions& new_versions) {
+                               const ChannelVersions& new_versions,
+                               const std::vector<TaskWrites>* parent_writes) {
   if (config.thread_id.empty()) invalid("put: the config needs a thread_id");
   if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
   check_name("thread_id", config.thread_id);
@@ -626,7 +628,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                        kRecord,
                        [&](CborWriter& w) {
                          // Short keys; the id is the key's. See docs/checkpoint-format.md.
-                         w.map(run_id ? 8 : 7);
+                         w.map((run_id ? 8 : 7) + (parent_writes ? 1 : 0));
                          w.text("v");
                          w.integer(checkpoint.v);
                          w.text("t");
@@ -675,6 +677,20 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                            w.text(channel);
                            w.raw(*v.item);
                          }
+                         if (parent_writes) {
+                           w.text("w");
+                           w.array(parent_writes->size());
+                           for (const auto& task : *parent_writes) {
+                             w.array(2);
+                             w.text(task.task_id);
+                             w.array(task.writes.size());
+                             for (const auto& [channel, value] : task.writes) {
+                               w.array(2);
+                               w.text(channel);
+                               write_value(w, prefix, channel, value, staged, values);
+                             }
+                           }
+                         }
                        },
                        capacity)});
   auto& newest = staged.latest[prefix];
@@ -709,12 +725,21 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
-    stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions);
-    // The writes of tasks that just ran (nothing is saved under their ids yet); appended
-    // messages refer to the log entries the checkpoint above stores.
-    for (const auto& w : p.writes) {
-      stage_writes(staged.batch, p.config, w.writes, w.task_id, {}, /*check_existing=*/false,
-                   &staged);
+    // The writes of the tasks that just ran (nothing is saved under their ids yet) go in the
+    // new record when its parent is the newest checkpoint, so the new one is the next key after
+    // it (where reads look); otherwise in a record of their own. Either way appended messages
+    // and blob values refer to what the new checkpoint stores.
+    const bool embed = !p.writes.empty() && !p.config.checkpoint_id.empty() &&
+                       p.checkpoint.id > p.config.checkpoint_id &&
+                       newest_id(staged, prefix_of(p.config.thread_id, p.config.checkpoint_ns)) ==
+                           p.config.checkpoint_id;
+    stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions,
+              embed ? &p.writes : nullptr);
+    if (!embed) {
+      for (const auto& w : p.writes) {
+        stage_writes(staged.batch, p.config, w.writes, w.task_id, {}, /*check_existing=*/false,
+                     &staged);
+      }
     }
     out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
   }
@@ -735,6 +760,19 @@ std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::strin
               return false;
             });
   if (found) latest_[prefix] = *found;
+  return found;
+}
+
+std::string KvCheckpointer::newest_id(const Staged& staged, const std::string& prefix) {
+  if (auto it = staged.latest.find(prefix); it != staged.latest.end()) return it->second;
+  if (auto it = latest_.find(prefix); it != latest_.end()) return it->second;
+  std::string found;
+  kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
+            [&](std::string_view key, std::string_view) {
+              found = std::string(key.substr(prefix.size()));
+              return false;
+            });
+  if (!found.empty()) latest_[prefix] = found;
   return found;
 }
 
@@ -759,6 +797,9 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
   if (appended_from) {
     // The writes of a task that just ran, with its put: one record (nothing is saved under the
     // task's id yet). Values that the put's checkpoint stores anyway refer to it.
+    static const InlineValues kNone;
+    const auto in = appended_from->inlines.find(prefix);
+    const InlineValues& stored = in == appended_from->inlines.end() ? kNone : in->second.second;
     batch.push_back({KvOp::Kind::put, Column::writes,
                      write_key(prefix, config.checkpoint_id, task_id, kBundleIndex),
                      envelope_with(kWriteBundle, [&](CborWriter& w) {
@@ -766,7 +807,7 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
                        for (const auto& [channel, value] : writes) {
                          w.array(2);
                          w.text(channel);
-                         write_value(w, prefix, channel, value, *appended_from);
+                         write_value(w, prefix, channel, value, *appended_from, stored);
                        }
                      })});
     return;
@@ -797,7 +838,7 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
 
 void KvCheckpointer::write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
                                  const std::string& channel, const json& value,
-                                 const Staged& staged) {
+                                 const Staged& staged, const InlineValues& stored) {
   // {"$appended": k}: the last k messages of the channel's view in the staged checkpoint,
   // stored as {"$log": {"ranges": [[from, to], ...]}}.
   if (value.is_object() && value.size() == 1 && value.contains(kAppendedWrite)) {
@@ -811,14 +852,11 @@ void KvCheckpointer::write_value(detail::CborWriter<std::string>& w, const std::
   }
   // {"$stored": v}: v, or {"$blob": version} when the checkpoint keeps v in a blob.
   if (value.is_object() && value.size() == 1 && value.contains(kStoredWrite)) {
-    if (auto in = staged.inlines.find(prefix); in != staged.inlines.end()) {
-      auto v = in->second.second.find(channel);
-      if (v != in->second.second.end() && !v->second.item) {
-        w.map(1);
-        w.text(kBlobWrite);
-        w.integer(v->second.version);
-        return;
-      }
+    if (auto v = stored.find(channel); v != stored.end() && !v->second.item) {
+      w.map(1);
+      w.text(kBlobWrite);
+      w.integer(v->second.version);
+      return;
     }
     write_with_messages(w, value[kStoredWrite]);
     return;
@@ -870,6 +908,10 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
       }
       r.values = *values;
     }
+    if (auto writes = data.find("w"); writes != data.end()) {
+      if (!writes->is_array()) corrupt({thread, id, "checkpoint"}, "malformed parent writes");
+      r.parent_writes = *writes;
+    }
   } catch (const json::exception& e) {
     corrupt({thread, id, "checkpoint"}, e.what());
   }
@@ -919,8 +961,23 @@ json KvCheckpointer::resolve_value(const std::string& thread, const std::string&
   return messages;
 }
 
+void KvCheckpointer::add_pending_write(const std::string& thread, const std::string& ns,
+                                       std::string task_id, std::string channel, json value,
+                                       CheckpointTuple& t) {
+  const std::string& id = t.config.checkpoint_id;
+  if (value.is_object() && value.size() == 1 && value.contains(kLogWrite)) {
+    bool present = false;
+    value = resolve_value(thread, ns, id, channel, kViewBlob, std::move(value[kLogWrite]), present);
+  } else if (value.is_object() && value.size() == 1 && value.contains(kBlobWrite)) {
+    bool present = false;
+    value = read_channel(thread, ns, id, channel, value[kBlobWrite].get<std::int64_t>(), present);
+  }
+  t.pending_writes.push_back(
+      PendingWrite{std::move(task_id), std::move(channel), std::move(value)});
+}
+
 CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::string& ns,
-                                         Record record, bool values) {
+                                         Record record, bool values, const Record* newer) {
   CheckpointTuple t;
   t.config = CheckpointConfig{thread, ns, record.id};
   t.checkpoint = std::move(record.checkpoint);
@@ -943,39 +1000,67 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
   }
   std::string lo = prefix_of(thread, ns) + record.id;
   lo.push_back('\0');
-  kv_->scan(
-      Column::writes, lo, prefix_end(lo), false, [&](std::string_view key, std::string_view data) {
-        const std::string_view rest = key.substr(lo.size());
-        const std::string task_id(rest.substr(0, rest.find('\0')));
-        const Origin origin{thread, record.id, "pending write"};
-        char kind = 0;
-        json w = open_envelope(data, 0, origin, &kind);
-        auto add = [&](std::string channel, json value) {
-          if (value.is_object() && value.size() == 1 && value.contains(kLogWrite)) {
-            bool present = false;
-            value = resolve_value(thread, ns, record.id, channel, kViewBlob,
-                                  std::move(value[kLogWrite]), present);
-          } else if (value.is_object() && value.size() == 1 && value.contains(kBlobWrite)) {
-            bool present = false;
-            value = read_channel(thread, ns, record.id, channel,
-                                 value[kBlobWrite].get<std::int64_t>(), present);
-          }
-          t.pending_writes.push_back(PendingWrite{task_id, std::move(channel), std::move(value)});
-        };
-        if (kind == kWriteBundle) {
-          if (!w.is_array()) corrupt(origin, "a bundle of writes must be an array");
-          for (auto& item : w) {
-            if (!item.is_array() || item.size() != 2 || !item[0].is_string())
-              corrupt(origin, "a bundled write must be [channel, value]");
-            add(item[0].get<std::string>(), std::move(item[1]));
-          }
-        } else if (kind == kWrite) {
-          add(w.value("channel", std::string()), std::move(w["value"]));
-        } else {
-          corrupt(origin, fmt::format("record kind '{}' where a write was expected", kind));
-        }
-        return true;
-      });
+  kv_->scan(Column::writes, lo, prefix_end(lo), false,
+            [&](std::string_view key, std::string_view data) {
+              const std::string_view rest = key.substr(lo.size());
+              const std::string task_id(rest.substr(0, rest.find('\0')));
+              const Origin origin{thread, record.id, "pending write"};
+              char kind = 0;
+              json w = open_envelope(data, 0, origin, &kind);
+              auto add = [&](std::string channel, json value) {
+                add_pending_write(thread, ns, task_id, std::move(channel), std::move(value), t);
+              };
+              if (kind == kWriteBundle) {
+                if (!w.is_array()) corrupt(origin, "a bundle of writes must be an array");
+                for (auto& item : w) {
+                  if (!item.is_array() || item.size() != 2 || !item[0].is_string())
+                    corrupt(origin, "a bundled write must be [channel, value]");
+                  add(item[0].get<std::string>(), std::move(item[1]));
+                }
+              } else if (kind == kWrite) {
+                add(w.value("channel", std::string()), std::move(w["value"]));
+              } else {
+                corrupt(origin, fmt::format("record kind '{}' where a write was expected", kind));
+              }
+              return true;
+            });
+  // The writes of the step that ran from this checkpoint, kept in the record of the checkpoint
+  // it made: the next record of the namespace (records put later between the two, with older
+  // ids, are skipped: up to kChildLookahead are read).
+  constexpr int kChildLookahead = 4;
+  std::optional<Record> found;
+  auto keeps_writes = [&](const Record& r) {
+    return r.parent == record.id && r.parent_writes.is_array();
+  };
+  const Record* child = newer && keeps_writes(*newer) ? newer : nullptr;
+  if (!child) {
+    std::string from = prefix_of(thread, ns) + record.id;
+    from.push_back('\0');
+    int seen = 0;
+    kv_->scan(Column::checkpoints, from, prefix_end(prefix_of(thread, ns)), false,
+              [&](std::string_view key, std::string_view value) {
+                auto next = read_record(thread, ns, key, value);
+                if (keeps_writes(*next)) {
+                  found = std::move(next);
+                  return false;
+                }
+                return ++seen < kChildLookahead;
+              });
+    if (found) child = &*found;
+  }
+  if (child) {
+    const Origin origin{thread, record.id, "pending write"};
+    for (const auto& task : child->parent_writes) {
+      if (!task.is_array() || task.size() != 2 || !task[0].is_string() || !task[1].is_array())
+        corrupt(origin, "a checkpoint's parent writes must be [task_id, [[channel, value]...]]");
+      for (const auto& item : task[1]) {
+        if (!item.is_array() || item.size() != 2 || !item[0].is_string())
+          corrupt(origin, "a bundled write must be [channel, value]");
+        add_pending_write(thread, ns, task[0].get<std::string>(), item[0].get<std::string>(),
+                          item[1], t);
+      }
+    }
+  }
   return t;
 }
 
@@ -1055,11 +1140,20 @@ std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
     const std::string upper = options.before ? prefix + *options.before : prefix_end(prefix);
     std::size_t taken = 0;
     in_context(thread, options.before.value_or(""), [&] {
+      // Newest first: each record read is the next-newer neighbour of the one after it.
+      std::optional<Record> newer;
       kv_->scan(Column::checkpoints, prefix, upper, true,
                 [&](std::string_view key, std::string_view value) {
                   auto record = read_record(thread, ns, key, value);
-                  if (!matches_filter(record->metadata, options.filter)) return true;
-                  out.push_back(to_tuple(thread, ns, std::move(*record), options.include_values));
+                  if (!matches_filter(record->metadata, options.filter)) {
+                    newer = std::move(record);
+                    return true;
+                  }
+                  Record keep{record->id,     {}, {},
+                              record->parent, {}, std::move(record->parent_writes)};
+                  out.push_back(to_tuple(thread, ns, std::move(*record), options.include_values,
+                                         newer ? &*newer : nullptr));
+                  newer = std::move(keep);
                   return ++taken < limit;
                 });
     });

@@ -685,6 +685,104 @@ TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, 
   CHECK(saver->list(in_thread(tid)).size() == 2);
 }
 
+TEST_CASE_TEMPLATE(
+    "put_all: the writes of the tasks that made a checkpoint read back as its "
+    "parent's pending writes, wherever they are kept",
+    F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  auto msg = [](int i) {
+    return json{{"type", "ai"}, {"content", "m" + std::to_string(i)}, {"id", std::to_string(i)}};
+  };
+  const std::string big(600, 'b');  // kept in a blob, not in the record
+  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0)}}}}}}}, {{"messages", 1}});
+  saver->put(config(tid), c1, metadata("input", -1), {{"messages", 1}});
+  // c2 made by tasks "t1" (appended one message) and "t2" (wrote "big", "n" and a goto).
+  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(1)}}}}}},
+                        {"big", big},
+                        {"n", 7}},
+                       {{"messages", 2}, {"big", 2}, {"n", 2}});
+  std::vector<sg::TaskWrites> made_c2{
+      {"t1", {{"messages", {{std::string(sg::kAppendedWrite), 1}}}}},
+      {"t2",
+       {{"big", {{std::string(sg::kStoredWrite), big}}},
+        {"n", {{std::string(sg::kStoredWrite), 7}}},
+        {"branch:to:x", nullptr}}}};
+  saver->put_all(
+      {{config(tid, "", c1.id), c2, metadata(), {{"messages", 2}, {"big", 2}, {"n", 2}}, made_c2}});
+  auto check_c1 = [&](const sg::CheckpointTuple& t) {
+    REQUIRE(t.pending_writes.size() == 4);
+    CHECK(t.pending_writes[0].task_id == "t1");
+    CHECK(t.pending_writes[0].value == json::array({msg(1)}));
+    CHECK(t.pending_writes[1].value == big);
+    CHECK(t.pending_writes[2].value == 7);
+    CHECK(t.pending_writes[3].channel == "branch:to:x");
+    CHECK(t.pending_writes[3].value.is_null());
+  };
+  check_c1(*saver->get_tuple(config(tid, "", c1.id)));
+  auto history = saver->list(in_thread(tid));
+  REQUIRE(history.size() == 2);
+  check_c1(history[1]);
+  CHECK(history[0].pending_writes.empty());
+  // list with `before` starts below the record that keeps the writes.
+  auto older = in_thread(tid);
+  older.before = c2.id;
+  check_c1(saver->list(older).at(0));
+
+  // A fork of c1 (c1 is no longer the newest): its writes are kept apart, and both branches'
+  // writes read back.
+  auto c3 = checkpoint({{"n", 8}}, {{"messages", 1}, {"n", 3}});
+  saver->put_all({{config(tid, "", c1.id),
+                   c3,
+                   metadata("fork"),
+                   {{"n", 3}},
+                   {{"t3", {{"n", {{std::string(sg::kStoredWrite), 8}}}}}}}});
+  const auto t1 = saver->get_tuple(config(tid, "", c1.id));
+  CHECK(t1->pending_writes.size() == 5);
+  CHECK(count_writes(*t1, "t3", "n") == 1);
+  CHECK(count_writes(*t1, "t1", "messages") == 1);
+
+  // A checkpoint put later with an id between c2 and its parent does not hide c2's writes.
+  auto d1 = checkpoint({{"n", 1}}, {{"n", 1}});
+  auto d2 = checkpoint({{"n", 2}}, {{"n", 2}});
+  auto between = checkpoint({{"n", 5}}, {{"n", 5}});
+  const std::string tid2 = sg::new_uuid4();
+  saver->put(config(tid2), d1, metadata("input", -1), {{"n", 1}});
+  saver->put_all({{config(tid2, "", d1.id),
+                   d2,
+                   metadata(),
+                   {{"n", 2}},
+                   {{"t", {{"n", {{std::string(sg::kStoredWrite), 2}}}}}}}});
+  saver->put(config(tid2, "", d1.id), between, metadata("fork"), {{"n", 5}});  // sorts after d2
+  const std::string tid3 = sg::new_uuid4();
+  // The same shape with the middle checkpoint's id sorted between the parent and the child.
+  auto e1 = checkpoint({{"n", 1}}, {{"n", 1}});
+  auto e_mid = checkpoint({{"n", 5}}, {{"n", 5}});
+  auto e2 = checkpoint({{"n", 2}}, {{"n", 2}});
+  saver->put(config(tid3), e1, metadata("input", -1), {{"n", 1}});
+  saver->put_all({{config(tid3, "", e1.id),
+                   e2,
+                   metadata(),
+                   {{"n", 2}},
+                   {{"t", {{"n", {{std::string(sg::kStoredWrite), 2}}}}}}}});
+  saver->put(config(tid3, "", e1.id), e_mid, metadata("fork"), {{"n", 5}});
+  REQUIRE(e_mid.id > e1.id);
+  REQUIRE(e_mid.id < e2.id);
+  for (const auto& [thread, parent] : {std::pair{tid2, d1.id}, std::pair{tid3, e1.id}}) {
+    const auto t = saver->get_tuple(config(thread, "", parent));
+    REQUIRE(t->pending_writes.size() == 1);
+    CHECK(t->pending_writes[0].value == 2);
+    const auto listed = saver->list(in_thread(thread));
+    REQUIRE(listed.size() == 3);
+    CHECK(listed.back().pending_writes.size() == 1);
+  }
+  // put_writes refuses the references, which only put_all resolves.
+  CHECK_THROWS_AS(
+      saver->put_writes(config(tid, "", c2.id), {{"n", {{std::string(sg::kStoredWrite), 1}}}}, "x"),
+      sg::CheckpointError);
+}
+
 TEST_CASE_TEMPLATE("latest_checkpoint_id follows puts, deletes and copies", F, MemoryFactory,
                    RocksFactory) {
   F factory;

@@ -65,10 +65,19 @@ class KvCheckpointer : public Checkpointer {
 
  private:
   struct Record;
+  struct Staged;
   std::optional<Record> read_record(const std::string& thread, const std::string& ns,
                                     std::string_view key, std::string_view value);
+  /// A checkpoint's tuple. `newer`: the record after it in key order, when the caller read it
+  /// (its "w" may hold this checkpoint's writes); otherwise it is looked up.
   CheckpointTuple to_tuple(const std::string& thread, const std::string& ns, Record record,
-                           bool values);
+                           bool values, const Record* newer = nullptr);
+  /// Adds a stored write to `t`, resolving `$log` / `$blob` references.
+  void add_pending_write(const std::string& thread, const std::string& ns, std::string task_id,
+                         std::string channel, nlohmann::json value, CheckpointTuple& t);
+  /// The newest checkpoint id of a thread+namespace prefix, counting staged puts ("" if none).
+  /// Caller holds write_mu_.
+  std::string newest_id(const Staged& staged, const std::string& prefix);
   nlohmann::json read_channel(const std::string& thread, const std::string& ns,
                               const std::string& checkpoint_id, const std::string& channel,
                               std::int64_t version, bool& present);
@@ -82,7 +91,6 @@ class KvCheckpointer : public Checkpointer {
     std::shared_ptr<const std::string> item;
   };
   using InlineValues = std::map<std::string, InlineValue>;
-  struct Staged;
   std::optional<InlineValue> find_inline(const Staged& staged, const std::string& thread,
                                          const std::string& ns, const std::string& channel,
                                          std::int64_t version);
@@ -92,12 +100,17 @@ class KvCheckpointer : public Checkpointer {
   nlohmann::json resolve_value(const std::string& thread, const std::string& ns,
                                const std::string& checkpoint_id, const std::string& channel,
                                char kind, nlohmann::json value, bool& present);
+  /// Stages a checkpoint record; `parent_writes`: the writes of the tasks that made it, kept in
+  /// the record (put_all, when its parent is the newest checkpoint: see checkpoint-format.md).
   void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
-                 const nlohmann::json& metadata, const ChannelVersions& new_versions);
+                 const nlohmann::json& metadata, const ChannelVersions& new_versions,
+                 const std::vector<TaskWrites>* parent_writes = nullptr);
   void commit(Staged& staged);
-  /// Writes a bundled write's value; values the staged checkpoint stores refer to it.
+  /// Writes a bundled write's value; values the staged checkpoint stores (its message views in
+  /// `staged`, its inline values `stored`) become references.
   void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
-                   const std::string& channel, const nlohmann::json& value, const Staged& staged);
+                   const std::string& channel, const nlohmann::json& value, const Staged& staged,
+                   const InlineValues& stored);
   /// Adds a task's writes to `batch` (put_writes' rules; with `appended_from`, put_all's: one
   /// record, values referring to the staged checkpoint). Caller holds write_mu_.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
