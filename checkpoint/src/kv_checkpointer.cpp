@@ -514,6 +514,8 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   check_name("checkpoint_ns", config.checkpoint_ns);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   auto& batch = staged.batch;
+  if (checkpoint.id < newest_id(staged, prefix))
+    keep_writes_apart(staged, config.thread_id, config.checkpoint_ns, checkpoint.id);
   InlineValues read;  // the parent's values when no cache has them
   const InlineValues& parent =
       parent_inline(staged, config.thread_id, config.checkpoint_ns, config.checkpoint_id, read);
@@ -761,6 +763,34 @@ std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::strin
             });
   if (found) latest_[prefix] = *found;
   return found;
+}
+
+void KvCheckpointer::keep_writes_apart(Staged& staged, const std::string& thread,
+                                       const std::string& ns, const std::string& id) {
+  // The stored records just before and after the new key.
+  const std::string prefix = prefix_of(thread, ns);
+  const std::string key = prefix + id;
+  std::string before;
+  kv_->scan(Column::checkpoints, prefix, key, true, [&](std::string_view k, std::string_view) {
+    before = std::string(k.substr(prefix.size()));
+    return false;
+  });
+  if (before.empty()) return;
+  std::optional<Record> after;
+  kv_->scan(Column::checkpoints, key, prefix_end(prefix), false,
+            [&](std::string_view k, std::string_view value) {
+              after = read_record(thread, ns, k, value);
+              return false;
+            });
+  if (!after || after->parent != before || !after->parent_writes.is_array()) return;
+  // `before`'s writes are in `after`'s record, which stops being its next record: copy them
+  // under `before`, one bundle per task (reads resolve the same references).
+  for (const auto& task : after->parent_writes) {
+    if (!task.is_array() || task.size() != 2 || !task[0].is_string()) continue;
+    staged.batch.push_back({KvOp::Kind::put, Column::writes,
+                            write_key(prefix, before, task[0].get<std::string>(), kBundleIndex),
+                            envelope_with(kWriteBundle, [&](CborWriter& w) { w.value(task[1]); })});
+  }
 }
 
 std::string KvCheckpointer::newest_id(const Staged& staged, const std::string& prefix) {
@@ -1025,29 +1055,21 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
               return true;
             });
   // The writes of the step that ran from this checkpoint, kept in the record of the checkpoint
-  // it made: the next record of the namespace (records put later between the two, with older
-  // ids, are skipped: up to kChildLookahead are read).
-  constexpr int kChildLookahead = 4;
+  // it made: always the next record of the namespace (stage_put moves them when a record is put
+  // in between).
   std::optional<Record> found;
-  auto keeps_writes = [&](const Record& r) {
-    return r.parent == record.id && r.parent_writes.is_array();
-  };
-  const Record* child = newer && keeps_writes(*newer) ? newer : nullptr;
+  const Record* child = newer;
   if (!child) {
     std::string from = prefix_of(thread, ns) + record.id;
     from.push_back('\0');
-    int seen = 0;
     kv_->scan(Column::checkpoints, from, prefix_end(prefix_of(thread, ns)), false,
               [&](std::string_view key, std::string_view value) {
-                auto next = read_record(thread, ns, key, value);
-                if (keeps_writes(*next)) {
-                  found = std::move(next);
-                  return false;
-                }
-                return ++seen < kChildLookahead;
+                found = read_record(thread, ns, key, value);
+                return false;
               });
     if (found) child = &*found;
   }
+  if (child && (child->parent != record.id || !child->parent_writes.is_array())) child = nullptr;
   if (child) {
     const Origin origin{thread, record.id, "pending write"};
     for (const auto& task : child->parent_writes) {

@@ -82,4 +82,27 @@ inline std::vector<std::string> task_names(const std::vector<sg::TaskState>& tas
 
 using Strings = std::vector<std::string>;
 
+/// The keys of `want` in `actual` (LangGraph's dicts omit keys never written; a C++ state has
+/// them at their defaults). Arrays are projected element by element.
+inline nlohmann::json subset(const nlohmann::json& actual, const nlohmann::json& want) {
+  if (actual.is_array() && want.is_array()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (std::size_t i = 0; i < actual.size(); ++i)
+      out.push_back(i < want.size() ? subset(actual[i], want[i]) : actual[i]);
+    return out;
+  }
+  if (!actual.is_object() || !want.is_object()) return actual;
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = want.begin(); it != want.end(); ++it)
+    if (actual.contains(it.key())) out[it.key()] = actual[it.key()];
+  return out;
+}
+
+/// The values of interrupts, as a JSON array (how LangGraph's tests compare them).
+inline nlohmann::json interrupt_values(const std::vector<sg::Interrupt>& interrupts) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& i : interrupts) out.push_back(i.value);
+  return out;
+}
+
 }  // namespace sg::parity

@@ -15,7 +15,9 @@
 #include "parity.hpp"
 
 using nlohmann::json;
+using sg::parity::interrupt_values;
 using sg::parity::Strings;
+using sg::parity::subset;
 using namespace std::chrono_literals;
 
 namespace doctest {
@@ -38,33 +40,11 @@ struct StrAdd {
   std::string operator()(std::string a, const std::string& b) const { return a + b; }
 };
 
-/// The keys of `want` in `actual` (LangGraph's dicts omit keys never written; a C++ state has
-/// them at their defaults). Arrays are projected element by element.
-json subset(const json& actual, const json& want) {
-  if (actual.is_array() && want.is_array()) {
-    json out = json::array();
-    for (std::size_t i = 0; i < actual.size(); ++i)
-      out.push_back(i < want.size() ? subset(actual[i], want[i]) : actual[i]);
-    return out;
-  }
-  if (!actual.is_object() || !want.is_object()) return actual;
-  json out = json::object();
-  for (auto it = want.begin(); it != want.end(); ++it)
-    if (actual.contains(it.key())) out[it.key()] = actual[it.key()];
-  return out;
-}
-
 #define CHECK_STATE(state, text)                             \
   do {                                                       \
     const json want_ = J(text);                              \
     CHECK(subset(sg::state_to_json(state), want_) == want_); \
   } while (false)
-
-json interrupts_json(const std::vector<sg::Interrupt>& interrupts) {
-  json list = json::array();
-  for (const auto& i : interrupts) list.push_back(i.value);
-  return list;
-}
 
 /// A namespace as LangGraph's tests match it: "node:<task id>" becomes "node:" (AnyStr prefix).
 json ns_json(const std::vector<std::string>& ns) {
@@ -79,7 +59,7 @@ json ns_json(const std::vector<std::string>& ns) {
 /// One LangGraph "updates" chunk: {node: update} (None when the node wrote nothing).
 template <sg::State S>
 json chunk(const sg::StreamEvent<S>& e) {
-  if (e.node == sg::INTERRUPT) return {{"__interrupt__", interrupts_json(e.interrupts)}};
+  if (e.node == sg::INTERRUPT) return {{"__interrupt__", interrupt_values(e.interrupts)}};
   json c = json::object();
   // A subgraph with another state type streams its update as JSON in `data`.
   c[e.node] = e.update && !e.update->empty() ? sg::update_to_json(*e.update)
@@ -112,7 +92,7 @@ json values(const sg::CompiledGraph<S>& app, Input&& input, sg::RunConfig config
   (void)app.stream(std::forward<Input>(input), config, sg::StreamMode::values,
                    [&](const sg::StreamEvent<S>& e) {
                      json v = sg::state_to_json(*e.values);
-                     if (!e.interrupts.empty()) v["__interrupt__"] = interrupts_json(e.interrupts);
+                     if (!e.interrupts.empty()) v["__interrupt__"] = interrupt_values(e.interrupts);
                      out.push_back(v);
                    });
   return out;

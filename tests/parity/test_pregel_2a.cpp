@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "parity.hpp"
+#include "pregel_2_common.hpp"
 
 using nlohmann::json;
 using sg::parity::Strings;
@@ -25,82 +26,6 @@ std::string error_text(F&& f) {
     return e.what();
   }
   return "(no exception)";
-}
-
-/// What `f` threw: whether it was an E, and its what().
-struct Caught {
-  bool of_type = false;
-  std::string what = "(no exception)";
-};
-template <class E, class F>
-Caught caught(F&& f) {
-  try {
-    f();
-  } catch (const E& e) {
-    return {true, e.what()};
-  } catch (const std::exception& e) {
-    return {false, e.what()};
-  }
-  return {};
-}
-
-bool contains(const std::string& text, std::string_view part) {
-  return text.find(part) != std::string::npos;
-}
-
-/// The values of interrupts, as a JSON array.
-json interrupt_values(const std::vector<sg::Interrupt>& interrupts) {
-  json out = json::array();
-  for (const auto& i : interrupts) out.push_back(i.value);
-  return out;
-}
-
-/// A stream event as one line, close to LangGraph's chunk: `values {...}`, `node {update}`,
-/// `custom <data>`, `__interrupt__ [values]` (the interrupt chunk), with ` __interrupt__ [...]`
-/// appended to a values chunk that carries interrupts. Values print every field (an unwritten
-/// field shows its default, where LangGraph's dict omits the key).
-template <class S>
-std::string line(const sg::StreamEvent<S>& e) {
-  std::string out;
-  switch (e.mode) {
-    case sg::StreamMode::values:
-      out = "values " + (e.values ? sg::state_to_json(*e.values).dump() : std::string("null"));
-      break;
-    case sg::StreamMode::updates:
-      if (e.node == "__interrupt__") {
-        out = "__interrupt__";
-      } else {
-        out =
-            e.node + " " + (e.update ? sg::update_to_json(*e.update).dump() : std::string("null"));
-      }
-      break;
-    case sg::StreamMode::custom:
-      out = "custom " + e.data.dump();
-      break;
-    case sg::StreamMode::debug:
-      out = "debug " + e.data.dump();
-      break;
-  }
-  if (!e.interrupts.empty()) out += " " + interrupt_values(e.interrupts).dump();
-  if (e.cached) out += " cached";
-  return out;
-}
-
-template <class S>
-Strings lines(const std::vector<sg::StreamEvent<S>>& events) {
-  Strings out;
-  for (const auto& e : events) out.push_back(line(e));
-  return out;
-}
-
-/// Runs stream() and collects its events (input: an Update or a Command).
-template <class S, class In>
-std::vector<sg::StreamEvent<S>> collect(const sg::CompiledGraph<S>& app, In input,
-                                        const sg::RunConfig& config, sg::StreamModes modes) {
-  std::vector<sg::StreamEvent<S>> out;
-  (void)app.stream(std::move(input), config, modes,
-                   [&](const sg::StreamEvent<S>& e) { out.push_back(e); });
-  return out;
 }
 
 /// Every interrupt carried by the events has an id (LangGraph: `id=AnyStr()`).

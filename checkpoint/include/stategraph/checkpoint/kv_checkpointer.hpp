@@ -78,6 +78,11 @@ class KvCheckpointer : public Checkpointer {
   /// The newest checkpoint id of a thread+namespace prefix, counting staged puts ("" if none).
   /// Caller holds write_mu_.
   std::string newest_id(const Staged& staged, const std::string& prefix);
+  /// Before a record is put with an id below the newest (between a checkpoint and the next
+  /// record, which may keep the checkpoint's writes): copies those writes under the checkpoint.
+  /// Caller holds write_mu_.
+  void keep_writes_apart(Staged& staged, const std::string& thread, const std::string& ns,
+                         const std::string& id);
   nlohmann::json read_channel(const std::string& thread, const std::string& ns,
                               const std::string& checkpoint_id, const std::string& channel,
                               std::int64_t version, bool& present);
