@@ -1,6 +1,7 @@
 // LangGraph.js src/tests/time_travel.test.ts. Every test of that file but one is the same test
 // (same graphs, same flow, the same or fewer assertions) as one of LangGraph's
-// tests/test_time_travel.py, ported in test_time_travel.cpp; they are listed in NOTES-misc.md.
+// tests/test_time_travel.py, ported in test_time_travel_a.cpp and test_time_travel_b.cpp; README.md
+// lists them.
 // The remaining one (a subgraph compiled with `checkpointer: true`) is here.
 #include <algorithm>
 #include <mutex>

@@ -1,6 +1,6 @@
 // LangGraph's libs/langgraph/tests/test_pregel.py (f09cfe8), lines 1-3108: graph validation,
 // Send, pending writes, waiting edges, conditional entry points. Each case keeps LangGraph's
-// expectation; NOTES-pregel_1.md lists what stategraph does differently and what is not ported.
+// expectation; README.md lists what stategraph does differently and what is not ported.
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -1,6 +1,6 @@
 // LangGraph's libs/langgraph/tests/test_pregel.py (f09cfe8), lines 3108-4743: subgraphs, nested
 // interrupts, streaming while running, checkpoint metadata, messages, the store, debug
-// checkpoints, add_sequence. Each case keeps LangGraph's expectation; NOTES-pregel_1.md lists
+// checkpoints, add_sequence. Each case keeps LangGraph's expectation; README.md lists
 // what stategraph does differently and what is not ported.
 #include <stategraph/store/kv_store.hpp>
 

@@ -1,5 +1,5 @@
 // LangGraph's tests/test_pregel.py, from test_parent_command to test_multi_resume (the first half
-// of the tests from line 4744 on; test_pregel_2b.cpp has the rest). See NOTES-pregel_2.md.
+// of the tests from line 4744 on; test_pregel_2b.cpp has the rest). See README.md.
 #include <algorithm>
 #include <atomic>
 #include <chrono>

@@ -1,5 +1,5 @@
 // LangGraph's tests/test_pregel.py, from test_multiple_subgraphs to the end of the file (the second
-// half of the tests from line 4744 on; test_pregel_2a.cpp has the first). See NOTES-pregel_2.md.
+// half of the tests from line 4744 on; test_pregel_2a.cpp has the first). See README.md.
 #include <algorithm>
 #include <atomic>
 #include <chrono>
