@@ -258,6 +258,20 @@ json open_envelope(std::string_view data, char expected_kind, const Origin& orig
   }
 }
 
+/// Whether a stored checkpoint record keeps its parent's writes ("w", written as its first key),
+/// read from its first bytes without decoding it (the full read checks its CRC).
+bool keeps_parent_writes(std::string_view data) {
+  if (data.size() < detail::kRecordHeaderSize + 3 || data.substr(0, 2) != "SG" ||
+      data[3] != kRecord)
+    return false;
+  const std::string_view payload = data.substr(detail::kRecordHeaderSize);
+  const auto head = static_cast<std::uint8_t>(payload[0]);
+  if ((head & 0xe0) != 0xa0) return false;  // not a CBOR map
+  const std::size_t key = (head & 0x1f) < 24 ? 1 : (head & 0x1f) == 24 ? 2 : 3;
+  return payload.size() > key + 1 && static_cast<std::uint8_t>(payload[key]) == 0x61 &&
+         payload[key + 1] == 'w';
+}
+
 /// Half-open ranges of log sequence numbers: the messages of a list, in order.
 using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
 
@@ -631,6 +645,21 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                        [&](CborWriter& w) {
                          // Short keys; the id is the key's. See docs/checkpoint-format.md.
                          w.map((run_id ? 8 : 7) + (parent_writes ? 1 : 0));
+                         // "w" first: a reader checks for it without decoding the record.
+                         if (parent_writes) {
+                           w.text("w");
+                           w.array(parent_writes->size());
+                           for (const auto& task : *parent_writes) {
+                             w.array(2);
+                             w.text(task.task_id);
+                             w.array(task.writes.size());
+                             for (const auto& [channel, value] : task.writes) {
+                               w.array(2);
+                               w.text(channel);
+                               write_value(w, prefix, channel, value, staged, values);
+                             }
+                           }
+                         }
                          w.text("v");
                          w.integer(checkpoint.v);
                          w.text("t");
@@ -678,20 +707,6 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                            if (!v.item) continue;
                            w.text(channel);
                            w.raw(*v.item);
-                         }
-                         if (parent_writes) {
-                           w.text("w");
-                           w.array(parent_writes->size());
-                           for (const auto& task : *parent_writes) {
-                             w.array(2);
-                             w.text(task.task_id);
-                             w.array(task.writes.size());
-                             for (const auto& [channel, value] : task.writes) {
-                               w.array(2);
-                               w.text(channel);
-                               write_value(w, prefix, channel, value, staged, values);
-                             }
-                           }
                          }
                        },
                        capacity)});
@@ -1007,7 +1022,8 @@ void KvCheckpointer::add_pending_write(const std::string& thread, const std::str
 }
 
 CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::string& ns,
-                                         Record record, bool values, const Record* newer) {
+                                         Record record, bool values, const Record* newer,
+                                         bool newer_known) {
   CheckpointTuple t;
   t.config = CheckpointConfig{thread, ns, record.id};
   t.checkpoint = std::move(record.checkpoint);
@@ -1059,12 +1075,12 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
   // in between).
   std::optional<Record> found;
   const Record* child = newer;
-  if (!child) {
+  if (!child && !newer_known) {
     std::string from = prefix_of(thread, ns) + record.id;
     from.push_back('\0');
     kv_->scan(Column::checkpoints, from, prefix_end(prefix_of(thread, ns)), false,
               [&](std::string_view key, std::string_view value) {
-                found = read_record(thread, ns, key, value);
+                if (keeps_parent_writes(value)) found = read_record(thread, ns, key, value);
                 return false;
               });
     if (found) child = &*found;
@@ -1092,12 +1108,23 @@ std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig&
       config.thread_id, config.checkpoint_id, [&]() -> std::optional<CheckpointTuple> {
         const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
         std::optional<Record> record;
+        std::optional<Record> newer;  // the next record, when it keeps this one's writes
         if (!config.checkpoint_id.empty()) {
-          auto stored = kv_->get(Column::checkpoints, prefix + config.checkpoint_id);
-          if (!stored) return std::nullopt;
-          record = read_record(config.thread_id, config.checkpoint_ns,
-                               prefix + config.checkpoint_id, *stored);
+          // One scan reads the record and peeks at the next one.
+          const std::string key = prefix + config.checkpoint_id;
+          kv_->scan(Column::checkpoints, key, prefix_end(prefix), false,
+                    [&](std::string_view k, std::string_view value) {
+                      if (!record) {
+                        if (k != key) return false;
+                        record = read_record(config.thread_id, config.checkpoint_ns, k, value);
+                        return true;
+                      }
+                      if (keeps_parent_writes(value))
+                        newer = read_record(config.thread_id, config.checkpoint_ns, k, value);
+                      return false;
+                    });
         } else {
+          // The newest record: nothing after it.
           kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
                     [&](std::string_view key, std::string_view value) {
                       record = read_record(config.thread_id, config.checkpoint_ns, key, value);
@@ -1105,7 +1132,8 @@ std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig&
                     });
         }
         if (!record) return std::nullopt;
-        return to_tuple(config.thread_id, config.checkpoint_ns, std::move(*record), true);
+        return to_tuple(config.thread_id, config.checkpoint_ns, std::move(*record), true,
+                        newer ? &*newer : nullptr, /*newer_known=*/true);
       });
 }
 
@@ -1173,8 +1201,10 @@ std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
                   }
                   Record keep{record->id,     {}, {},
                               record->parent, {}, std::move(record->parent_writes)};
+                  // Without `before`, the first record read is the newest: nothing follows it.
                   out.push_back(to_tuple(thread, ns, std::move(*record), options.include_values,
-                                         newer ? &*newer : nullptr));
+                                         newer ? &*newer : nullptr,
+                                         newer.has_value() || !options.before));
                   newer = std::move(keep);
                   return ++taken < limit;
                 });

@@ -69,9 +69,10 @@ class KvCheckpointer : public Checkpointer {
   std::optional<Record> read_record(const std::string& thread, const std::string& ns,
                                     std::string_view key, std::string_view value);
   /// A checkpoint's tuple. `newer`: the record after it in key order, when the caller read it
-  /// (its "w" may hold this checkpoint's writes); otherwise it is looked up.
+  /// (its "w" may hold this checkpoint's writes); otherwise it is looked up, unless
+  /// `newer_known` (the caller knows no next record keeps them).
   CheckpointTuple to_tuple(const std::string& thread, const std::string& ns, Record record,
-                           bool values, const Record* newer = nullptr);
+                           bool values, const Record* newer = nullptr, bool newer_known = false);
   /// Adds a stored write to `t`, resolving `$log` / `$blob` references.
   void add_pending_write(const std::string& thread, const std::string& ns, std::string task_id,
                          std::string channel, nlohmann::json value, CheckpointTuple& t);
