@@ -187,6 +187,32 @@ void AddMessages::Cache::overwritten(const std::vector<Message>& messages) {
   if (track) origin.all_new(messages.size());
 }
 
+std::optional<std::size_t> AddMessages::Cache::appended_count(const std::vector<Message>& messages,
+                                                              const ListUpdate<Message>& update,
+                                                              std::size_t limit) {
+  if (update.is_keep()) return std::nullopt;
+  if (!indexed) {
+    // apply() would give the messages without an id one; this must not change the list.
+    if (std::any_of(messages.begin(), messages.end(),
+                    [](const Message& m) { return m.id.empty(); }))
+      return std::nullopt;
+    index.clear();
+    index.reserve(messages.size());
+    for (std::size_t k = 0; k < messages.size(); ++k) index[messages[k].id] = k;
+    indexed = true;
+  }
+  const auto& items = update.items();
+  if (items.empty() || items.size() > limit) return std::nullopt;
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    const Message& m = items[k];
+    if (m.id.empty() || m.type == MessageType::remove || index.count(m.id)) return std::nullopt;
+    for (std::size_t j = 0; j < k; ++j) {
+      if (items[j].id == m.id) return std::nullopt;
+    }
+  }
+  return items.size();
+}
+
 std::vector<Message> remove(std::initializer_list<std::string_view> ids) {
   std::vector<Message> out;
   out.reserve(ids.size());

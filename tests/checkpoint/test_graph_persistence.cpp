@@ -213,6 +213,31 @@ TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes, they do not run ag
   CHECK(out.state.x == 2);
 }
 
+TEST_CASE_TEMPLATE(
+    "a write that fails to apply fails the run with its own error; the thread "
+    "keeps its last checkpoint",
+    F, MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  sg::StateGraph<Chat> g;
+  // A last-value field and a removal of a message that is not there: applying fails.
+  g.add_node("bad", [](const Chat&) {
+    return sg::Update<Chat>{}.set<&Chat::x>(7).set<&Chat::messages>(
+        std::vector<sg::Message>{sg::remove_message("missing")});
+  });
+  g.add_edge(sg::START, "bad");
+  const auto app = g.compile({.checkpointer = saver});
+  for (auto durability : {sg::Durability::sync, sg::Durability::async}) {
+    auto config = thread(durability == sg::Durability::sync ? "sync" : "async");
+    config.durability = durability;
+    CHECK_THROWS_AS((void)app.invoke(say("hi"), config), sg::InvalidUpdateError);
+    const auto state = app.get_state(config);
+    REQUIRE(state);
+    CHECK(state->values.x == 0);
+    CHECK(state->next == std::vector<std::string>{"bad"});
+  }
+}
+
 TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, MemoryFactory, RocksFactory) {
   F factory;
   auto saver = factory.make();

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -44,6 +45,12 @@ struct AddMessages {
     void rebase(const std::vector<Message>& messages);
     /// The list was replaced wholesale: every message is new.
     void overwritten(const std::vector<Message>& messages);
+    /// How many messages `update` appends to the end of `messages` when that is all it does (1
+    /// to `limit` messages with new, distinct ids; no removal); nullopt otherwise, also when a
+    /// message of the list has no id. Builds the id index the next apply() would build.
+    [[nodiscard]] std::optional<std::size_t> appended_count(const std::vector<Message>& messages,
+                                                            const ListUpdate<Message>& update,
+                                                            std::size_t limit = 8);
   };
 
   /// Merges `update` into `messages` in place. Throws InvalidUpdateError as described above.

@@ -595,10 +595,7 @@ class Runner {
     };
     if (pending_start_) {
       // An input checkpoint: START applies the input next.
-      Task start;
-      reset_task(start, topo_.start, -1);
-      assign_task_id(start);
-      add_task(start);
+      add_task(start_task(step_));
     }
     for (const Task& t : tasks_) add_task(t);
     if (apply_finished) (void)apply_writes_in_task_order();
@@ -708,9 +705,7 @@ class Runner {
       ++step_;
       prepare_tasks();
       std::vector<bool> used(tasks_.size(), false);
-      Task start;
-      reset_task(start, topo_.start, -1);
-      assign_task_id(start);
+      const Task start = start_task(step_);
       for (std::size_t u = 0; u < updates.size(); ++u) {
         if (updates[u].task_id) {
           task_ids[u] = *updates[u].task_id;
@@ -816,7 +811,16 @@ class Runner {
     t.interrupted = false;
   }
 
-  /// Deterministic task id: a hash of the thread, step, node and Send index.
+  /// START as a task of `step` (the step after an input checkpoint), with its id.
+  Task start_task(int step) {
+    Task start;
+    reset_task(start, topo_.start, -1);
+    start.info.step = step;
+    assign_task_id(start);
+    return start;
+  }
+
+  /// Deterministic task id: a hash of the thread, the task's step, node and Send index.
   void assign_task_id(Task& t) const {
     std::uint64_t h = 14695981039346656037ULL;
     auto mix = [&h](std::string_view s) {
@@ -826,7 +830,7 @@ class Runner {
     mix(shared_->cfg.thread_id);
     mix(shared_->cfg.checkpoint_ns);
     mix(current_id_);
-    const std::int64_t numbers[2] = {step_, t.send_index};
+    const std::int64_t numbers[2] = {t.info.step, t.send_index};
     mix(std::string_view(reinterpret_cast<const char*>(numbers), sizeof numbers));
     mix(name_of(t.node));
     static constexpr char kHex[] = "0123456789abcdef";
@@ -1921,35 +1925,12 @@ class Runner {
     using R = typename field_t<S, I>::reducer_type;
     if constexpr (TrackedListReducer<R> &&
                   std::is_same_v<typename R::update_type, ListUpdate<Message>> &&
-                  requires(const typename R::Cache& c) {
-                    c.index;
-                    c.indexed;
-                  }) {
+                  requires(typename R::Cache & c, const typename R::value_type& list,
+                           const typename R::update_type& u) { c.appended_count(list, u); }) {
       auto& cache = std::get<I>(caches_);
       const auto* update = std::get_if<0>(&write);
-      if (!update || update->is_keep() || !cache.track) return std::nullopt;
-      if (!cache.indexed) {
-        // Build the index the reducer would build next anyway (only when every message has an
-        // id: the reducer assigns missing ones).
-        const auto& list = field_value<I>(state_);
-        if (std::any_of(list.begin(), list.end(), [](const Message& m) { return m.id.empty(); }))
-          return std::nullopt;
-        cache.index.clear();
-        cache.index.reserve(list.size());
-        for (std::size_t k = 0; k < list.size(); ++k) cache.index[list[k].id] = k;
-        cache.indexed = true;
-      }
-      const auto& items = update->items();
-      if (items.empty() || items.size() > 8) return std::nullopt;
-      for (std::size_t k = 0; k < items.size(); ++k) {
-        const Message& m = items[k];
-        if (m.id.empty() || m.type == MessageType::remove || cache.index.count(m.id))
-          return std::nullopt;
-        for (std::size_t j = 0; j < k; ++j) {
-          if (items[j].id == m.id) return std::nullopt;
-        }
-      }
-      return items.size();
+      if (!update || !cache.track) return std::nullopt;
+      return cache.appended_count(field_value<I>(state_), *update);
     } else {
       (void)write;
       return std::nullopt;
@@ -2555,11 +2536,7 @@ class Runner {
       tasks.push_back(std::move(task));
     };
     if (start_next || pending_start_) {
-      Task start;
-      ++step_;  // START runs in the step after the input checkpoint
-      reset_task(start, topo_.start, -1);
-      assign_task_id(start);
-      --step_;
+      const Task start = start_task(step_ + 1);  // the step after the input checkpoint
       add(std::string(start.info.id.data(), start.info.id.size()), START, nullptr);
     }
     for (const Task& t : tasks_) {
