@@ -73,6 +73,9 @@ class KvCheckpointer : public Checkpointer {
   /// `newer_known` (the caller knows no next record keeps them).
   CheckpointTuple to_tuple(const std::string& thread, const std::string& ns, Record record,
                            bool values, const Record* newer = nullptr, bool newer_known = false);
+  /// Adds a bundle's writes (`[[channel, value], ...]`) of task `task_id` to `t`.
+  void add_bundle(const std::string& thread, const std::string& ns, const std::string& task_id,
+                  nlohmann::json bundle, CheckpointTuple& t);
   /// Adds a stored write to `t`, resolving `$log` / `$blob` references.
   void add_pending_write(const std::string& thread, const std::string& ns, std::string task_id,
                          std::string channel, nlohmann::json value, CheckpointTuple& t);
@@ -112,17 +115,22 @@ class KvCheckpointer : public Checkpointer {
                  const nlohmann::json& metadata, const ChannelVersions& new_versions,
                  const std::vector<TaskWrites>* parent_writes = nullptr);
   void commit(Staged& staged);
+  /// Writes a task's writes as a bundle, `[[channel, value], ...]` (write_value for each).
+  void write_bundle(detail::CborWriter<std::string>& w, const std::string& prefix,
+                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
+                    const Staged& staged, const InlineValues& stored);
   /// Writes a bundled write's value; values the staged checkpoint stores (its message views in
   /// `staged`, its inline values `stored`) become references.
   void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
                    const std::string& channel, const nlohmann::json& value, const Staged& staged,
                    const InlineValues& stored);
-  /// Adds a task's writes to `batch` (put_writes' rules; with `appended_from`, put_all's: one
-  /// record, values referring to the staged checkpoint). Caller holds write_mu_.
+  /// Adds a task's writes to `batch`, one key each (put_writes' rules). Caller holds write_mu_.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
                     const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const std::string& task_id, const std::string& task_path, bool check_existing,
-                    const Staged* appended_from = nullptr);
+                    const std::string& task_id, const std::string& task_path);
+  /// Stages the writes of a task that just made the staged checkpoint of `config`'s child, as
+  /// one bundle under `config`'s checkpoint. Caller holds write_mu_.
+  void stage_bundle(Staged& staged, const CheckpointConfig& config, const TaskWrites& task);
   LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);

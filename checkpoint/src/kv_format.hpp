@@ -1,0 +1,423 @@
+// Checkpointer semantics over an ordered key-value store. Layout (docs/checkpoint-format.md):
+//
+//   checkpoints  T\0NS\0ID                  -> record {v, t(s), cv, vs, m(etadata), p(arent),
+//                                               x: small channel values [version, kind, v],
+//                                               w: the writes of the tasks that made it}
+//   writes       T\0NS\0ID\0TASK\0IDX        -> {channel, value, task_path}, or at IDX -100 a
+//                                              task's bundled writes [[channel, value], ...]
+//   blobs        T\0NS\0CHANNEL\0VERSION     -> a larger channel value (JSON) or message view
+//   messages     T\0NS\0CHANNEL\0SEQ         -> one message of the channel's log
+//
+// A channel value is a JSON value, a message view (ranges of log sequence numbers) or "empty".
+// Values whose CBOR fits kInlineMaxBytes live in the records, copied from each record to the
+// next while their version stays; larger ones get a blob. Every value is an envelope: "SG",
+// format version, kind, CRC-32 of the payload, CBOR payload.
+//
+// Internal to the checkpoint module: the helpers and types shared by kv_checkpointer.cpp (writes)
+// and kv_checkpointer_read.cpp (reads).
+#pragma once
+
+#include <stategraph/checkpoint/kv_checkpointer.hpp>
+#include <stategraph/core/detail/cbor.hpp>
+#include <stategraph/core/detail/record.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <limits>
+#include <set>
+
+namespace sg::kv_format {
+
+using detail::Column;
+using detail::KvOp;
+using detail::prefix_end;
+using nlohmann::json;
+
+constexpr std::uint8_t kFormatVersion = 1;
+constexpr char kRecord = 'c';
+constexpr char kWrite = 'w';
+constexpr char kWriteBundle = 'W';  // a task's writes in one record: [[channel, value], ...]
+constexpr int kBundleIndex = -100;  // the write index of that record
+constexpr char kJsonBlob = 'j';
+constexpr char kViewBlob = 'v';
+constexpr char kEmptyBlob = 'e';
+constexpr char kLogEntry = 'm';
+constexpr std::string_view kMessagesKey = "$messages";
+/// The trigger channel of node N is "branch:to:N" (LangGraph's name); records store a node's
+/// versions_seen of just its trigger as the version alone.
+constexpr std::string_view kTriggerPrefix = "branch:to:";
+
+inline bool is_trigger_of(std::string_view channel, std::string_view node) {
+  return channel.size() == kTriggerPrefix.size() + node.size() &&
+         channel.starts_with(kTriggerPrefix) && channel.ends_with(node);
+}
+
+/// Channel values up to this CBOR size are kept in checkpoint records instead of blobs.
+constexpr std::size_t kInlineMaxBytes = 256;
+
+[[noreturn]] inline void invalid(const std::string& message) {
+  throw CheckpointError(errc::kCheckpointInvalid, message);
+}
+
+inline void check_name(std::string_view what, std::string_view value) {
+  if (value.find('\0') != std::string_view::npos)
+    invalid(fmt::format("{} must not contain a NUL character", what));
+}
+
+inline std::string prefix_of(std::string_view thread, std::string_view ns) {
+  std::string key;
+  key.reserve(thread.size() + ns.size() + 2);
+  key.append(thread).push_back('\0');
+  key.append(ns).push_back('\0');
+  return key;
+}
+
+inline std::string thread_prefix(std::string_view thread) {
+  std::string key(thread);
+  key.push_back('\0');
+  return key;
+}
+
+/// The exclusive end of the keys that start with `prefix`.
+inline void append_u64(std::string& out, std::uint64_t v) {
+  for (int i = 7; i >= 0; --i) out.push_back(static_cast<char>((v >> (i * 8)) & 0xFF));
+}
+
+inline std::uint64_t read_u64(std::string_view s) {
+  std::uint64_t v = 0;
+  for (std::size_t i = 0; i < 8 && i < s.size(); ++i)
+    v = (v << 8) | static_cast<unsigned char>(s[i]);
+  return v;
+}
+
+/// Signed numbers sort as their unsigned encodings after flipping the sign bit.
+inline void append_i64(std::string& out, std::int64_t v) {
+  append_u64(out, static_cast<std::uint64_t>(v) ^ (1ULL << 63));
+}
+
+inline std::string blob_key(const std::string& prefix, std::string_view channel,
+                            std::int64_t version) {
+  std::string key = prefix;
+  key.append(channel).push_back('\0');
+  append_i64(key, version);
+  return key;
+}
+
+inline std::string log_prefix(const std::string& prefix, std::string_view channel) {
+  std::string key = prefix;
+  key.append(channel).push_back('\0');
+  return key;
+}
+
+inline std::string write_key(const std::string& prefix, std::string_view checkpoint_id,
+                             std::string_view task_id, int idx) {
+  std::string key = prefix;
+  key.append(checkpoint_id).push_back('\0');
+  key.append(task_id).push_back('\0');
+  append_i64(key, idx);
+  return key;
+}
+
+// Compact forms of the two long strings of every record, used only when they round-trip
+// exactly: a canonical UUID text as its 16 bytes, a timestamp of iso_timestamp_now()'s form as
+// microseconds since the epoch.
+using UuidBytes = std::array<char, 16>;
+
+inline std::optional<UuidBytes> uuid_bytes(std::string_view text) {
+  // Lower-case hex digits only: anything else keeps the text.
+  static constexpr auto kDigit = [] {
+    std::array<std::int8_t, 256> t{};
+    t.fill(-1);
+    for (int c = '0'; c <= '9'; ++c)
+      t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - '0');
+    for (int c = 'a'; c <= 'f'; ++c)
+      t[static_cast<std::size_t>(c)] = static_cast<std::int8_t>(c - 'a' + 10);
+    return t;
+  }();
+  if (text.size() != 36 || text[8] != '-' || text[13] != '-' || text[18] != '-' || text[23] != '-')
+    return std::nullopt;
+  UuidBytes out;
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); i += 2) {
+    if (i == 8 || i == 13 || i == 18 || i == 23) ++i;  // skip a dash
+    const int high = kDigit[static_cast<unsigned char>(text[i])];
+    const int low = kDigit[static_cast<unsigned char>(text[i + 1])];
+    if (high < 0 || low < 0) return std::nullopt;
+    out[n++] = static_cast<char>((high << 4) | low);
+  }
+  return out;
+}
+
+inline std::string uuid_text(const std::vector<std::uint8_t>& bytes) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(36);
+  for (std::size_t i = 0; i < bytes.size(); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
+    out.push_back(kDigits[bytes[i] >> 4]);
+    out.push_back(kDigits[bytes[i] & 0xF]);
+  }
+  return out;
+}
+
+// Days since 1970-01-01 of a civil date (H. Hinnant's algorithm).
+inline std::int64_t days_from_civil(std::int64_t y, unsigned m, unsigned d) {
+  y -= m <= 2;
+  const std::int64_t era = (y >= 0 ? y : y - 399) / 400;
+  const auto yoe = static_cast<unsigned>(y - era * 400);
+  const unsigned doy = (153 * (m > 2 ? m - 3 : m + 9) + 2) / 5 + d - 1;
+  const unsigned doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+  return era * 146097 + static_cast<std::int64_t>(doe) - 719468;
+}
+
+inline std::optional<std::int64_t> ts_micros(std::string_view ts) {
+  // "YYYY-MM-DDTHH:MM:SS.ffffff+00:00"
+  if (ts.size() != 32) return std::nullopt;
+  auto num = [&](std::size_t at, std::size_t n) -> std::int64_t {
+    std::int64_t v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (ts[i] < '0' || ts[i] > '9') return -1;
+      v = v * 10 + (ts[i] - '0');
+    }
+    return v;
+  };
+  const std::int64_t y = num(0, 4), mo = num(5, 2), d = num(8, 2), h = num(11, 2), mi = num(14, 2),
+                     sec = num(17, 2), frac = num(20, 6);
+  if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > 31 || h < 0 || mi < 0 || sec < 0 || frac < 0)
+    return std::nullopt;
+  const std::int64_t micros =
+      ((days_from_civil(y, static_cast<unsigned>(mo), static_cast<unsigned>(d)) * 24 + h) * 60 +
+       mi) *
+          60'000'000 +
+      sec * 1'000'000 + frac;
+  std::array<char, kIsoTimestampSize> formatted;  // only exact round trips
+  if (!iso_timestamp_to(micros, formatted) ||
+      std::string_view(formatted.data(), formatted.size()) != ts)
+    return std::nullopt;
+  return micros;
+}
+
+using CborWriter = detail::CborWriter<std::string>;
+
+inline void write_versions(CborWriter& w, const ChannelVersions& versions) {
+  w.map(versions.size());
+  for (const auto& [channel, version] : versions) {
+    w.text(channel);
+    w.integer(version);
+  }
+}
+
+/// An envelope whose CBOR payload `write_payload(CborWriter&)` writes.
+template <class Write>
+std::string envelope_with(char kind, Write&& write_payload, std::size_t capacity = 256) {
+  std::string out = detail::record_header(kFormatVersion, kind, capacity);
+  CborWriter writer(out);
+  write_payload(writer);
+  detail::seal_record(out);
+  return out;
+}
+
+inline std::string envelope(char kind, const json& payload) {
+  return envelope_with(kind, [&](CborWriter& w) { w.value(payload); });
+}
+
+/// Where a record came from, for error messages.
+struct Origin {
+  std::string_view thread;
+  std::string_view checkpoint;
+  std::string what;
+};
+
+[[noreturn]] inline void corrupt(const Origin& o, const std::string& detail) {
+  throw CheckpointError(errc::kCheckpointCorrupt,
+                        fmt::format("corrupt {} of thread '{}', checkpoint '{}': {}", o.what,
+                                    o.thread, o.checkpoint, detail));
+}
+
+inline json open_envelope(std::string_view data, char expected_kind, const Origin& origin,
+                          char* kind_out = nullptr) {
+  const auto record = detail::open_record(data);
+  if (!record) corrupt(origin, "not a stategraph record");
+  const std::uint8_t version = record->version;
+  if (version != kFormatVersion) {
+    throw CheckpointError(
+        errc::kCheckpointCorrupt,
+        fmt::format(
+            "unknown format version {} in the {} of thread '{}', checkpoint '{}' (this build "
+            "reads version {})",
+            version, origin.what, origin.thread, origin.checkpoint, kFormatVersion));
+  }
+  const char kind = record->kind;
+  if (kind_out) {
+    *kind_out = kind;
+  } else if (kind != expected_kind) {
+    corrupt(origin, fmt::format("record kind '{}' where '{}' was expected", kind, expected_kind));
+  }
+  if (!record->intact) corrupt(origin, "checksum mismatch");
+  const std::string_view body = record->payload;
+  try {
+    return json::from_cbor(body.begin(), body.end());
+  } catch (const json::exception& e) {
+    corrupt(origin, e.what());
+  }
+}
+
+/// Whether a stored checkpoint record keeps its parent's writes ("w", written as its first key),
+/// read from its first bytes without decoding it (the full read checks its CRC).
+inline bool keeps_parent_writes(std::string_view data) {
+  if (data.size() < detail::kRecordHeaderSize + 3 || data.substr(0, 2) != "SG" ||
+      data[3] != kRecord)
+    return false;
+  const std::string_view payload = data.substr(detail::kRecordHeaderSize);
+  const auto head = static_cast<std::uint8_t>(payload[0]);
+  if ((head & 0xe0) != 0xa0) return false;  // not a CBOR map
+  const std::size_t key = (head & 0x1f) < 24 ? 1 : (head & 0x1f) == 24 ? 2 : 3;
+  return payload.size() > key + 1 && static_cast<std::uint8_t>(payload[key]) == 0x61 &&
+         payload[key + 1] == 'w';
+}
+
+/// Half-open ranges of log sequence numbers: the messages of a list, in order.
+using Ranges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
+
+inline void push_range(Ranges& ranges, std::uint64_t from, std::uint64_t to) {
+  if (from >= to) return;
+  if (!ranges.empty() && ranges.back().second == from) {
+    ranges.back().second = to;
+  } else {
+    ranges.emplace_back(from, to);
+  }
+}
+
+inline Ranges ranges_from_json(const json& view, const Origin& origin) {
+  Ranges out;
+  try {
+    for (const auto& r : view.at("ranges"))
+      out.emplace_back(r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint64_t>());
+  } catch (const json::exception& e) {
+    corrupt(origin, e.what());
+  }
+  return out;
+}
+
+/// A message view: `{"ranges": [[from, to], ...]}`.
+inline void write_view(CborWriter& w, const Ranges& ranges) {
+  w.map(1);
+  w.text("ranges");
+  w.array(ranges.size());
+  for (const auto& [a, b] : ranges) {
+    w.array(2);
+    w.integer(static_cast<std::int64_t>(a));
+    w.integer(static_cast<std::int64_t>(b));
+  }
+}
+
+/// A JSON value whose pre-encoded messages (binary, kCborMessageSubtype) are written as the CBOR
+/// maps they hold: the record reads back as plain JSON.
+inline void write_with_messages(CborWriter& w, const json& j) {
+  if (j.is_binary() && j.get_binary().has_subtype() &&
+      j.get_binary().subtype() == kCborMessageSubtype) {
+    const auto& bytes = j.get_binary();
+    if (bytes.empty() || (bytes[0] >> 5) != 5)
+      throw CheckpointError(errc::kCheckpointInvalid, "an encoded message must be a CBOR map");
+    w.raw(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  } else if (j.is_array()) {
+    w.array(j.size());
+    for (const json& item : j) write_with_messages(w, item);
+  } else {
+    w.value(j);
+  }
+}
+
+/// A write stored as log positions: `{"$log": {"ranges": [[from, to], ...]}}`.
+constexpr std::string_view kLogWrite = "$log";
+/// A write stored as the version of the channel's blob: `{"$blob": version}`.
+constexpr std::string_view kBlobWrite = "$blob";
+
+/// The last `count` positions of a view.
+inline Ranges last_positions(const Ranges& view, std::uint64_t count) {
+  Ranges out;
+  for (auto it = view.rbegin(); it != view.rend() && count > 0; ++it) {
+    const std::uint64_t take = std::min(count, it->second - it->first);
+    out.emplace_back(it->second - take, it->second);
+    count -= take;
+  }
+  if (count > 0) {
+    throw CheckpointError(errc::kCheckpointInvalid,
+                          "put_all: an appended write is longer than its message list");
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+/// An envelope around an encoded CBOR payload.
+inline std::string envelope_of_cbor(char kind, std::string_view body) {
+  return envelope_with(
+      kind, [&](CborWriter& w) { w.raw(body); }, detail::kRecordHeaderSize + body.size());
+}
+
+/// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.
+inline void map_positions(const Ranges& base, std::uint64_t from, std::uint64_t to, Ranges& out) {
+  std::uint64_t position = 0;
+  for (const auto& [a, b] : base) {
+    const std::uint64_t len = b - a;
+    const std::uint64_t lo = std::max(from, position);
+    const std::uint64_t hi = std::min(to, position + len);
+    if (lo < hi) push_range(out, a + (lo - position), a + (hi - position));
+    position += len;
+    if (position >= to) break;
+  }
+  if (to > position)
+    invalid(fmt::format("$messages: base positions [{}, {}) beyond the base list of {} messages",
+                        from, to, position));
+}
+
+/// Runs `read`, adding the thread and checkpoint to storage errors that do not name them.
+template <class F>
+auto in_context(std::string_view thread, std::string_view checkpoint, F&& read) {
+  try {
+    return read();
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    if (what.find("thread '") != std::string::npos) throw;
+    throw CheckpointError(e.code(),
+                          fmt::format("reading thread '{}', checkpoint '{}': {}", thread,
+                                      checkpoint.empty() ? "(latest)" : checkpoint, what));
+  }
+}
+
+inline bool matches_filter(const json& metadata, const json& filter) {
+  if (!filter.is_object()) return true;
+  for (const auto& [key, value] : filter.items()) {
+    auto it = metadata.find(key);
+    if (it == metadata.end() || *it != value) return false;
+  }
+  return true;
+}
+
+}  // namespace sg::kv_format
+
+namespace sg {
+
+struct KvCheckpointer::Record {
+  std::string id;
+  Checkpoint checkpoint;
+  nlohmann::json metadata;
+  std::string parent;
+  nlohmann::json values =
+      nlohmann::json::object();  // channel -> [version, kind, value] (small values)
+  nlohmann::json parent_writes;  // "w": [[task_id, [[channel, value], ...]], ...] or null
+};
+
+/// A batch being built: its operations and what they change in the caches.
+struct KvCheckpointer::Staged {
+  std::vector<detail::KvOp> batch;
+  std::map<std::string, std::uint64_t> seqs;  // log -> next sequence number
+  std::map<std::string, std::pair<std::int64_t, kv_format::Ranges>>
+      views;                                  // log -> newest staged view
+  std::map<std::string, std::string> latest;  // prefix -> newest staged id
+  std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest record
+};
+
+}  // namespace sg
