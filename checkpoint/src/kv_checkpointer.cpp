@@ -80,7 +80,8 @@ KvCheckpointer::LogRanges KvCheckpointer::base_view(
   }
   auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
   if (!stored) {
-    invalid(fmt::format("$messages: channel '{}' has no version {} to build on", channel, version));
+    invalid(
+        fmt::format("list delta: channel '{}' has no version {} to build on", channel, version));
   }
   return ranges_from_json(open_envelope(*stored, kViewBlob, origin), origin);
 }
@@ -117,7 +118,8 @@ std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Sta
 void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
                                const Checkpoint& checkpoint, const json& metadata,
                                const ChannelVersions& new_versions,
-                               const std::vector<TaskWrites>* parent_writes) {
+                               const std::vector<TaskWrites>* parent_writes,
+                               const std::map<std::string, ListDelta>* lists) {
   if (config.thread_id.empty()) invalid("put: the config needs a thread_id");
   if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
   check_name("thread_id", config.thread_id);
@@ -167,62 +169,53 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
 
   for (const auto& [channel, version] : new_versions) {
     check_name("channel", channel);
+    const ListDelta* delta = nullptr;
+    if (lists) {
+      if (auto it = lists->find(channel); it != lists->end()) delta = &it->second;
+    }
     auto value = checkpoint.channel_values.find(channel);
-    if (value == checkpoint.channel_values.end()) {
-      store(channel, version, kEmptyBlob, [](CborWriter& w) { w.value(json()); });
+    if (!delta) {
+      if (value == checkpoint.channel_values.end()) {
+        store(channel, version, kEmptyBlob, [](CborWriter& w) { w.value(json()); });
+      } else {
+        store(channel, version, kJsonBlob, [&](CborWriter& w) { w.value(*value); });
+      }
       continue;
     }
-    if (!value->is_object() || !value->contains(kMessagesKey)) {
-      store(channel, version, kJsonBlob, [&](CborWriter& w) { w.value(*value); });
-      continue;
-    }
-    // An incremental message list: base positions and new messages -> log ranges.
-    const json& spec = (*value)[kMessagesKey];
-    Ranges base;
-    if (auto b = spec.find("base"); b != spec.end() && !b->is_null()) {
-      if (!b->is_number_integer()) invalid("$messages: base must be an integer version");
-      base = base_view(staged, parent, prefix, channel, b->get<std::int64_t>(), config, checkpoint);
-    }
+    if (value != checkpoint.channel_values.end())
+      invalid(fmt::format("put_all: channel '{}' has both a value and a list delta", channel));
+    // A list delta: base positions and new items -> log ranges.
+    const Ranges base = delta->base >= 0 ? base_view(staged, parent, prefix, channel, delta->base,
+                                                     config, checkpoint)
+                                         : Ranges{};
     const std::string log = log_prefix(prefix, channel);
     auto seq_it = staged.seqs.find(log);
     std::uint64_t seq = seq_it != staged.seqs.end() ? seq_it->second : next_seq(log);
     Ranges ranges;
-    if (auto items = spec.find("items"); items != spec.end()) {
-      if (!items->is_array()) invalid("$messages: items must be an array");
-      for (const json& item : *items) {
-        if (item.is_array()) {
-          try {
-            map_positions(base, item.at(0).get<std::uint64_t>(), item.at(1).get<std::uint64_t>(),
-                          ranges);
-          } catch (const json::exception& e) {
-            invalid(fmt::format("$messages: a position range must be [from, to]: {}", e.what()));
-          }
-        } else {
-          std::string key_seq = log;
-          append_u64(key_seq, seq);
-          std::string entry;
-          if (item.is_binary() && item.get_binary().has_subtype() &&
-              item.get_binary().subtype() == kCborMessageSubtype) {
-            // Already CBOR (see kCborMessageSubtype): a map, or it is not a message.
-            const auto& bytes = item.get_binary();
-            if (bytes.empty() || (bytes[0] >> 5) != 5)
-              invalid("$messages: an encoded message must be a CBOR map");
-            entry = envelope_of_cbor(
-                kLogEntry,
-                std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-          } else {
-            entry = envelope(kLogEntry, item);
-          }
-          batch.push_back(
-              {KvOp::Kind::put, Column::messages, std::move(key_seq), std::move(entry)});
-          push_range(ranges, seq, seq + 1);
-          ++seq;
-        }
+    for (const ListPiece& piece : delta->pieces) {
+      if (!piece.is_new()) {
+        map_positions(base, piece.from, piece.to, ranges);
+        continue;
       }
+      if (!is_cbor_item(piece.item))
+        invalid(
+            fmt::format("list delta of channel '{}': a new item is not one CBOR value", channel));
+      std::string key_seq = log;
+      append_u64(key_seq, seq);
+      batch.push_back({KvOp::Kind::put, Column::messages, std::move(key_seq),
+                       envelope_of_cbor(kLogEntry, piece.item)});
+      push_range(ranges, seq, seq + 1);
+      ++seq;
     }
     staged.seqs[log] = seq;
     store(channel, version, kViewBlob, [&](CborWriter& w) { write_view(w, ranges); });
     staged.views[log] = {version, std::move(ranges)};
+  }
+  if (lists) {
+    for (const auto& [channel, delta] : *lists) {
+      if (!new_versions.count(channel))
+        invalid(fmt::format("put_all: the list delta of channel '{}' has no new version", channel));
+    }
   }
 
   static const json kNoMetadata = json::object();
@@ -342,7 +335,7 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
                        newest_id(staged, prefix_of(p.config.thread_id, p.config.checkpoint_ns)) ==
                            p.config.checkpoint_id;
     stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions,
-              embed ? &p.writes : nullptr);
+              embed ? &p.writes : nullptr, p.lists.empty() ? nullptr : &p.lists);
     if (!embed) {
       for (const auto& w : p.writes) stage_bundle(staged, p.config, w);
     }

@@ -253,8 +253,7 @@ void fork_thread(const ThreadSettings& s) {
     db->copy_thread(s.thread, target);
   }
   // Every channel gets a version above all the thread has used: the next run on this branch then
-  // never reuses a (channel, version) another branch stored. Message lists are written as views
-  // of the log, so their messages are not copied.
+  // never reuses a (channel, version) another branch stored.
   std::int64_t version = 0;
   ListOptions all;
   all.thread_id = target;
@@ -269,19 +268,27 @@ void fork_thread(const ThreadSettings& s) {
   cp.id = new_checkpoint_id(step + 1);
   cp.ts = iso_timestamp_now();
   cp.versions_seen = source.checkpoint.versions_seen;
-  ChannelVersions new_versions;
+  CheckpointPut put{CheckpointConfig{target, s.ns, source.config.checkpoint_id}, {}, {}, {}};
   for (const auto& [channel, old_version] : source.checkpoint.channel_versions) {
     cp.channel_versions[channel] = version;
-    new_versions[channel] = version;
+    put.new_versions[channel] = version;
     auto value = source.checkpoint.channel_values.find(channel);
     if (value == source.checkpoint.channel_values.end()) continue;
-    cp.channel_values[channel] = looks_like_messages(*value)
-                                     ? json{{"$messages", {{"base", nullptr}, {"items", *value}}}}
-                                     : *value;
+    if (!value->is_array()) {
+      cp.channel_values[channel] = *value;
+      continue;
+    }
+    // Lists (an emptied message list too) become views of the log, which a run continuing a
+    // message list builds on; any array reads back the same either way.
+    ListDelta& list = put.lists[channel];
+    for (const json& item : *value) {
+      const auto cbor = json::to_cbor(item);
+      list.pieces.push_back({0, 0, std::string(cbor.begin(), cbor.end())});
+    }
   }
-  json metadata = {{"source", "fork"}, {"step", step + 1}, {"parents", json::object()}};
-  const CheckpointConfig stored = db->put(
-      CheckpointConfig{target, s.ns, source.config.checkpoint_id}, cp, metadata, new_versions);
+  put.checkpoint = std::move(cp);
+  put.metadata = {{"source", "fork"}, {"step", step + 1}, {"parents", json::object()}};
+  const CheckpointConfig stored = db->put_all({std::move(put)}).front();
   if (s.json) {
     return write_json(
         {{"config", config_json(stored)}, {"parent_config", config_json(source.config)}}, -1);

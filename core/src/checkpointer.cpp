@@ -61,6 +61,14 @@ std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<Checkpoint
   std::vector<CheckpointConfig> out;
   out.reserve(puts.size());
   for (const auto& p : puts) {
+    if (!p.lists.empty()) {
+      throw CheckpointError(errc::kCheckpointInvalid,
+                            "put_all: this checkpointer takes no list deltas (channel '" +
+                                p.lists.begin()->first + "' of checkpoint '" + p.checkpoint.id +
+                                "')");
+    }
+  }
+  for (const auto& p : puts) {
     for (const auto& w : p.writes) put_writes(p.config, w.writes, w.task_id);
     out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
   }

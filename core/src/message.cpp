@@ -360,7 +360,10 @@ json message_to_json(const Message& m) {
   return out;
 }
 
-void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
+namespace {
+
+template <class Out>
+void write_message_cbor(const Message& m, Out& out) {
   // The keys of message_to_json(), in its (sorted) order, under the same conditions.
   const bool kwargs = !empty_object(m.additional_kwargs);
   const bool name = !m.name.empty();
@@ -368,7 +371,7 @@ void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
   const bool call_id = m.type == MessageType::tool || !m.tool_call_id.empty();
   const bool calls = !m.tool_calls.empty();
   const bool usage = !m.usage_metadata.is_null();
-  detail::CborWriter<std::vector<std::uint8_t>> w(out);
+  detail::CborWriter<Out> w(out);
   w.map(3 + static_cast<std::size_t>(kwargs) + name + response + call_id + calls + usage);
   if (kwargs) {
     w.text("additional_kwargs");
@@ -410,6 +413,16 @@ void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
     w.text("usage_metadata");
     w.value(m.usage_metadata);
   }
+}
+
+}  // namespace
+
+void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
+  write_message_cbor(m, out);
+}
+
+void message_to_cbor(const Message& m, std::string& out) {
+  write_message_cbor(m, out);
 }
 
 json messages_to_json(std::span<const Message> messages) {

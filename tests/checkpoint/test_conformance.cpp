@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <limits>
 #include <memory>
 #include <set>
@@ -48,6 +49,32 @@ json metadata(const std::string& source = "loop", int step = 0, json extra = jso
   json m{{"source", source}, {"step", step}, {"parents", json::object()}};
   m.update(extra);
   return m;
+}
+
+/// A kept range [from, to) of a ListDelta's base, and a new item (the CBOR of `value`).
+sg::ListPiece kept(std::uint64_t from, std::uint64_t to) {
+  return {from, to, {}};
+}
+sg::ListPiece item(const json& value) {
+  const auto cbor = json::to_cbor(value);
+  return {0, 0, std::string(cbor.begin(), cbor.end())};
+}
+
+/// Bytes from numbers.
+std::string raw(std::initializer_list<int> bytes) {
+  std::string out;
+  for (int b : bytes) out.push_back(static_cast<char>(b));
+  return out;
+}
+
+/// put_all of one checkpoint whose "messages" channel is `list`.
+sg::CheckpointConfig put_list(sg::Checkpointer& saver, const sg::CheckpointConfig& parent,
+                              const sg::Checkpoint& cp, const json& meta,
+                              const sg::ChannelVersions& new_versions, sg::ListDelta list,
+                              std::vector<sg::TaskWrites> writes = {}) {
+  sg::CheckpointPut put{parent, cp, meta, new_versions, std::move(writes), {}};
+  put.lists.emplace("messages", std::move(list));
+  return saver.put_all({std::move(put)}).front();
 }
 
 sg::CheckpointConfig config(const std::string& thread, const std::string& ns = "",
@@ -548,32 +575,32 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   };
 
   // Version 1: three messages, no base.
-  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0), msg(1), msg(2)}}}}}}},
-                       {{"messages", 1}});
-  const auto s1 = saver->put(config(tid), c1, metadata(), {{"messages", 1}});
+  auto c1 = checkpoint({}, {{"messages", 1}});
+  const auto s1 = put_list(*saver, config(tid), c1, metadata(), {{"messages", 1}},
+                           {-1, {item(msg(0)), item(msg(1)), item(msg(2))}});
   CHECK(saver->get_tuple(s1)->checkpoint.channel_values["messages"] ==
         json::array({msg(0), msg(1), msg(2)}));
 
   // Version 2: append one (base positions [0, 3) + a new message).
-  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 3}, msg(3)}}}}}}},
-                       {{"messages", 2}});
-  const auto s2 = saver->put(s1, c2, metadata(), {{"messages", 2}});
+  auto c2 = checkpoint({}, {{"messages", 2}});
+  const auto s2 =
+      put_list(*saver, s1, c2, metadata(), {{"messages", 2}}, {1, {kept(0, 3), item(msg(3))}});
   CHECK(saver->get_tuple(s2)->checkpoint.channel_values["messages"] ==
         json::array({msg(0), msg(1), msg(2), msg(3)}));
 
   // Version 3: drop the first two, replace the third, keep the fourth.
-  auto c3 = checkpoint({{"messages", {{"$messages", {{"base", 2}, {"items", {msg(20), {3, 4}}}}}}}},
-                       {{"messages", 3}});
-  const auto s3 = saver->put(s2, c3, metadata(), {{"messages", 3}});
+  auto c3 = checkpoint({}, {{"messages", 3}});
+  const auto s3 =
+      put_list(*saver, s2, c3, metadata(), {{"messages", 3}}, {2, {item(msg(20)), kept(3, 4)}});
   CHECK(saver->get_tuple(s3)->checkpoint.channel_values["messages"] ==
         json::array({msg(20), msg(3)}));
   // Older versions still read back.
   CHECK(saver->get_tuple(s1)->checkpoint.channel_values["messages"].size() == 3);
 
   // A fork from version 1 allocates fresh log entries.
-  auto c4 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(99)}}}}}}},
-                       {{"messages", 4}});
-  const auto s4 = saver->put(s1, c4, metadata(), {{"messages", 4}});
+  auto c4 = checkpoint({}, {{"messages", 4}});
+  const auto s4 =
+      put_list(*saver, s1, c4, metadata(), {{"messages", 4}}, {1, {kept(0, 1), item(msg(99))}});
   CHECK(saver->get_tuple(s4)->checkpoint.channel_values["messages"] ==
         json::array({msg(0), msg(99)}));
   CHECK(saver->get_tuple(s3)->checkpoint.channel_values["messages"] ==
@@ -589,28 +616,87 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
         json::array({msg(0), msg(99)}));
 
   // A base that does not exist, or positions beyond it, are errors.
-  auto bad = checkpoint({{"messages", {{"$messages", {{"base", 77}, {"items", json::array()}}}}}},
-                        {{"messages", 5}});
-  CHECK_THROWS_AS(saver->put(s4, bad, metadata(), {{"messages", 5}}), sg::CheckpointError);
-  auto beyond = checkpoint({{"messages", {{"$messages", {{"base", 4}, {"items", {{0, 9}}}}}}}},
-                           {{"messages", 5}});
-  CHECK_THROWS_AS(saver->put(s4, beyond, metadata(), {{"messages", 5}}), sg::CheckpointError);
+  auto bad = checkpoint({}, {{"messages", 5}});
+  CHECK_THROWS_WITH_AS(put_list(*saver, s4, bad, metadata(), {{"messages", 5}}, {77, {}}),
+                       doctest::Contains("has no version 77"), sg::CheckpointError);
+  auto beyond = checkpoint({}, {{"messages", 5}});
+  CHECK_THROWS_WITH_AS(
+      put_list(*saver, s4, beyond, metadata(), {{"messages", 5}}, {4, {kept(0, 9)}}),
+      doctest::Contains("beyond the base list of 2 items"), sg::CheckpointError);
+  // So are a range without a base, a delta of a channel without a new version, and a channel
+  // given both as a value and as a delta.
+  CHECK_THROWS_AS(put_list(*saver, s4, beyond, metadata(), {{"messages", 5}}, {-1, {kept(0, 1)}}),
+                  sg::CheckpointError);
+  CHECK_THROWS_WITH_AS(put_list(*saver, s4, beyond, metadata(), {{"other", 5}}, {-1, {}}),
+                       doctest::Contains("no new version"), sg::CheckpointError);
+  auto both = checkpoint({{"messages", json::array()}}, {{"messages", 5}});
+  CHECK_THROWS_WITH_AS(put_list(*saver, s4, both, metadata(), {{"messages", 5}}, {-1, {}}),
+                       doctest::Contains("both a value and a list delta"), sg::CheckpointError);
+  // A checkpointer without deltas (the default put_all) refuses them instead of losing the list.
+  struct PlainSaver : sg::Checkpointer {
+    sg::InMemorySaver inner;
+    sg::CheckpointConfig put(const sg::CheckpointConfig& c, const sg::Checkpoint& cp, const json& m,
+                             const sg::ChannelVersions& v) override {
+      return inner.put(c, cp, m, v);
+    }
+    void put_writes(const sg::CheckpointConfig& c,
+                    const std::vector<std::pair<std::string, json>>& writes,
+                    const std::string& task_id, const std::string& task_path) override {
+      inner.put_writes(c, writes, task_id, task_path);
+    }
+    std::optional<sg::CheckpointTuple> get_tuple(const sg::CheckpointConfig& c) override {
+      return inner.get_tuple(c);
+    }
+    std::vector<sg::CheckpointTuple> list(const sg::ListOptions& o) override {
+      return inner.list(o);
+    }
+    std::vector<std::string> threads() override { return inner.threads(); }
+    void delete_thread(const std::string& t) override { inner.delete_thread(t); }
+    void copy_thread(const std::string& s, const std::string& t) override {
+      inner.copy_thread(s, t);
+    }
+    void prune(const std::vector<std::string>& t, sg::PruneStrategy p) override {
+      inner.prune(t, p);
+    }
+  } plain;
+  CHECK_THROWS_WITH_AS(put_list(plain, config(tid), bad, metadata(), {{"messages", 5}}, {-1, {}}),
+                       doctest::Contains("takes no list deltas"), sg::CheckpointError);
+  CHECK(plain.threads().empty());
 
-  // Messages may come pre-encoded as CBOR (what graphs send); they read back as JSON.
-  std::vector<std::uint8_t> encoded;
+  // Items are CBOR, as sg::message_to_cbor writes messages (what graphs send); they read back
+  // as JSON.
+  std::string encoded;
   sg::message_to_cbor(sg::ai("pre-encoded", "m-enc"), encoded);
-  const json binary = json::binary(encoded, sg::kCborMessageSubtype);
-  auto c5 = checkpoint({{"messages", {{"$messages", {{"base", 4}, {"items", {{0, 2}, binary}}}}}}},
-                       {{"messages", 6}});
-  const auto s5 = saver->put(s4, c5, metadata(), {{"messages", 6}});
+  auto c5 = checkpoint({}, {{"messages", 6}});
+  const auto s5 = put_list(*saver, s4, c5, metadata(), {{"messages", 6}},
+                           {4, {kept(0, 2), sg::ListPiece{0, 0, encoded}}});
   CHECK(saver->get_tuple(s5)->checkpoint.channel_values["messages"] ==
         json::array({msg(0), msg(99), sg::message_to_json(sg::ai("pre-encoded", "m-enc"))}));
-  // Bytes that are not a CBOR map are refused; nothing is stored.
-  const json not_a_map = json::binary({0x01}, sg::kCborMessageSubtype);
-  auto c6 = checkpoint({{"messages", {{"$messages", {{"base", 6}, {"items", {not_a_map}}}}}}},
-                       {{"messages", 7}});
-  CHECK_THROWS_WITH_AS(saver->put(s5, c6, metadata(), {{"messages", 7}}),
-                       doctest::Contains("CBOR map"), sg::CheckpointError);
+  // Bytes that are not one CBOR value json::from_cbor reads are refused; nothing is stored:
+  // cut short, followed by more, a tag, an indefinite map broken after a key, a stray break,
+  // a reserved simple value, a string longer than the item.
+  auto c6 = checkpoint({}, {{"messages", 7}});
+  const std::vector<std::string> broken{
+      encoded.substr(0, encoded.size() - 1), encoded + "\x01", raw({0xC1, 0x01}),
+      raw({0xBF, 0x61, 'k', 0xFF}),          raw({0xFF}),      raw({0xF7}),
+      raw({0x78, 0x05, 'a', 'b'}),           raw({0x9F, 0x01})};
+  for (const std::string& bytes : broken) {
+    CAPTURE(json::binary(std::vector<std::uint8_t>(bytes.begin(), bytes.end())).dump());
+    CHECK_THROWS_WITH_AS(
+        put_list(*saver, s5, c6, metadata(), {{"messages", 7}}, {6, {sg::ListPiece{0, 0, bytes}}}),
+        doctest::Contains("not one CBOR value"), sg::CheckpointError);
+  }
+  // ... while any value it reads is taken, indefinite lengths too.
+  const std::vector<std::string> fine{raw({0x9F, 0x01, 0xBF, 0x61, 'k', 0xF6, 0xFF, 0xFF}),
+                                      raw({0x7F, 0x61, 'a', 0x62, 'b', 'c', 0xFF}),
+                                      raw({0xFB, 0x3F, 0xF8, 0, 0, 0, 0, 0, 0}), raw({0x80})};
+  std::vector<sg::ListPiece> fine_pieces;
+  for (const std::string& bytes : fine) fine_pieces.push_back({0, 0, bytes});
+  auto c7 = checkpoint({}, {{"messages", 1}});
+  const auto s7 = put_list(*saver, config(sg::new_uuid4()), c7, metadata(), {{"messages", 1}},
+                           {-1, fine_pieces});
+  CHECK(saver->get_tuple(s7)->checkpoint.channel_values["messages"] ==
+        json::array({json::array({1, {{"k", nullptr}}}), "abc", 1.5, json::array()}));
   CHECK(saver->get_tuple(config(tid))->config.checkpoint_id == c5.id);
   CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values["messages"].size() == 3);
 }
@@ -659,11 +745,20 @@ TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, 
     return json{{"type", "ai"}, {"content", "m" + std::to_string(i)}, {"id", std::to_string(i)}};
   };
   // The second checkpoint builds on the first one's message list, in the same batch.
-  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0)}}}}}}}, {{"messages", 1}});
-  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(1)}}}}}}},
-                       {{"messages", 2}});
-  const auto stored = saver->put_all({{config(tid), c1, metadata("input", -1), {{"messages", 1}}},
-                                      {config(tid, "", c1.id), c2, metadata(), {{"messages", 2}}}});
+  auto c1 = checkpoint({}, {{"messages", 1}});
+  auto c2 = checkpoint({}, {{"messages", 2}});
+  const auto stored = saver->put_all({{config(tid),
+                                       c1,
+                                       metadata("input", -1),
+                                       {{"messages", 1}},
+                                       {},
+                                       {{"messages", {-1, {item(msg(0))}}}}},
+                                      {config(tid, "", c1.id),
+                                       c2,
+                                       metadata(),
+                                       {{"messages", 2}},
+                                       {},
+                                       {{"messages", {1, {kept(0, 1), item(msg(1))}}}}}});
   REQUIRE(stored.size() == 2);
   CHECK(stored[1].checkpoint_id == c2.id);
   CHECK(saver->get_tuple(stored[0])->checkpoint.channel_values["messages"] ==
@@ -675,10 +770,14 @@ TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, 
 
   // One bad checkpoint: nothing of the batch is stored.
   auto c3 = checkpoint({{"x", 1}}, {{"x", 3}});
-  auto bad = checkpoint({{"messages", {{"$messages", {{"base", 42}, {"items", json::array()}}}}}},
-                        {{"messages", 4}});
+  auto bad = checkpoint({}, {{"messages", 4}});
   CHECK_THROWS_AS(saver->put_all({{config(tid, "", c2.id), c3, metadata(), {{"x", 3}}},
-                                  {config(tid, "", c3.id), bad, metadata(), {{"messages", 4}}}}),
+                                  {config(tid, "", c3.id),
+                                   bad,
+                                   metadata(),
+                                   {{"messages", 4}},
+                                   {},
+                                   {{"messages", {42, {}}}}}}),
                   sg::CheckpointError);
   CHECK_FALSE(saver->get_tuple(config(tid, "", c3.id)));
   CHECK(saver->latest_checkpoint_id(tid, "") == c2.id);
@@ -696,21 +795,18 @@ TEST_CASE_TEMPLATE(
     return json{{"type", "ai"}, {"content", "m" + std::to_string(i)}, {"id", std::to_string(i)}};
   };
   const std::string big(600, 'b');  // kept in a blob, not in the record
-  auto c1 = checkpoint({{"messages", {{"$messages", {{"items", {msg(0)}}}}}}}, {{"messages", 1}});
-  saver->put(config(tid), c1, metadata("input", -1), {{"messages", 1}});
+  auto c1 = checkpoint({}, {{"messages", 1}});
+  put_list(*saver, config(tid), c1, metadata("input", -1), {{"messages", 1}}, {-1, {item(msg(0))}});
   // c2 made by tasks "t1" (appended one message) and "t2" (wrote "big", "n" and a goto).
-  auto c2 = checkpoint({{"messages", {{"$messages", {{"base", 1}, {"items", {{0, 1}, msg(1)}}}}}},
-                        {"big", big},
-                        {"n", 7}},
-                       {{"messages", 2}, {"big", 2}, {"n", 2}});
+  auto c2 = checkpoint({{"big", big}, {"n", 7}}, {{"messages", 2}, {"big", 2}, {"n", 2}});
   std::vector<sg::TaskWrites> made_c2{
       {"t1", {{"messages", {{std::string(sg::kAppendedWrite), 1}}}}},
       {"t2",
        {{"big", {{std::string(sg::kStoredWrite), big}}},
         {"n", {{std::string(sg::kStoredWrite), 7}}},
         {"branch:to:x", nullptr}}}};
-  saver->put_all(
-      {{config(tid, "", c1.id), c2, metadata(), {{"messages", 2}, {"big", 2}, {"n", 2}}, made_c2}});
+  put_list(*saver, config(tid, "", c1.id), c2, metadata(), {{"messages", 2}, {"big", 2}, {"n", 2}},
+           {1, {kept(0, 1), item(msg(1))}}, made_c2);
   auto check_c1 = [&](const sg::CheckpointTuple& t) {
     REQUIRE(t.pending_writes.size() == 4);
     CHECK(t.pending_writes[0].task_id == "t1");

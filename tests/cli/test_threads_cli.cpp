@@ -167,6 +167,34 @@ TEST_CASE("threads fork: the next run continues from the forked checkpoint") {
         std::string(300, '.') + "branch");
 }
 
+TEST_CASE("threads fork of an emptied message list: a run continues it with new messages") {
+  sg::test::TempDir dir;
+  const std::string db = dir.sub("db");
+  std::string emptied;
+  {
+    auto saver = sg::RocksDbSaver::open(db);
+    const auto app = echo_graph(saver);
+    (void)app.invoke(say("hello"), thread("t1"));
+    sg::Update<Chat> clear;
+    clear.set<&Chat::messages>(sg::remove_message(std::string(sg::kRemoveAllMessages)));
+    emptied = app.update_state(thread("t1"), std::move(clear)).checkpoint_id;
+    CHECK(app.get_state(thread("t1"))->values.messages.empty());
+  }
+  const json forked = cli_json(
+      {"threads", "fork", "--db", db, "--thread", "t1", "--checkpoint", emptied, "--to", "t2"});
+  CHECK(forked["config"]["thread_id"] == "t2");
+  auto saver = sg::RocksDbSaver::open(db);
+  const auto app = echo_graph(saver);
+  const auto run = app.invoke(say("again"), thread("t2"));
+  REQUIRE(run.state.messages.size() == 2);
+  CHECK(run.state.messages[0].text() == "again");
+  CHECK(run.state.messages[1].text() == "echo: again");
+  CHECK(run.state.turns == 2);
+  const auto stored = saver->get_tuple({"t2", "", ""});
+  REQUIRE(stored);
+  CHECK(stored->checkpoint.channel_values["messages"].size() == 2);
+}
+
 TEST_CASE("threads delete removes one thread") {
   sg::test::TempDir dir;
   const std::string db = dir.sub("db");

@@ -31,9 +31,9 @@ struct Column {
 
 }  // namespace detail
 
-/// A Checkpointer over a detail::KvBackend. Message lists given as `{"$messages": ...}` are
-/// stored as a per-thread log of messages plus a list of ranges per checkpoint, so a superstep
-/// writes only the messages it added (docs/checkpoint-format.md). Thread-safe.
+/// A Checkpointer over a detail::KvBackend. List channels given as deltas (CheckpointPut::lists)
+/// are stored as a per-thread log of items plus a list of ranges per checkpoint, so a superstep
+/// writes only the items it added (docs/checkpoint-format.md). Thread-safe.
 class KvCheckpointer : public Checkpointer {
  public:
   explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
@@ -43,7 +43,7 @@ class KvCheckpointer : public Checkpointer {
                        const nlohmann::json& metadata,
                        const ChannelVersions& new_versions) override;
   std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts) override;
-  [[nodiscard]] bool stores_appended_writes() const noexcept override { return true; }
+  [[nodiscard]] bool stores_deltas() const noexcept override { return true; }
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path = {}) override;
@@ -110,10 +110,12 @@ class KvCheckpointer : public Checkpointer {
                                const std::string& checkpoint_id, const std::string& channel,
                                char kind, nlohmann::json value, bool& present);
   /// Stages a checkpoint record; `parent_writes`: the writes of the tasks that made it, kept in
-  /// the record (put_all, when its parent is the newest checkpoint: see checkpoint-format.md).
+  /// the record (put_all, when its parent is the newest checkpoint: see checkpoint-format.md);
+  /// `lists`: channels given as deltas (CheckpointPut::lists).
   void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
                  const nlohmann::json& metadata, const ChannelVersions& new_versions,
-                 const std::vector<TaskWrites>* parent_writes = nullptr);
+                 const std::vector<TaskWrites>* parent_writes = nullptr,
+                 const std::map<std::string, ListDelta>* lists = nullptr);
   void commit(Staged& staged);
   /// Writes a task's writes as a bundle, `[[channel, value], ...]` (write_value for each).
   void write_bundle(detail::CborWriter<std::string>& w, const std::string& prefix,

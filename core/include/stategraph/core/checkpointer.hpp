@@ -47,15 +47,14 @@ struct CheckpointConfig {
 /// Channel name -> version. A channel gets a new version whenever it is written.
 using ChannelVersions = std::map<std::string, std::int64_t>;
 
-/// In a `{"$messages": ...}` put, and in the value of a put_writes() / put_all() write to a
-/// message list, an item that is a JSON binary with this subtype is a message already encoded as
-/// CBOR (json::from_cbor() of its bytes gives the message object). Reads give the object.
+/// In the value of a put_writes() / put_all() write to a message list, an item that is a JSON
+/// binary with this subtype is a message already encoded as CBOR (json::from_cbor() of its bytes
+/// gives the message object). Reads give the object.
 inline constexpr std::uint8_t kCborMessageSubtype = 0x53;
 
 /// A snapshot of a graph's channels. `id` is time-ordered (ids sort by creation time);
-/// `channel_values` holds a value for each channel that has one. On put, a message-list channel
-/// may be given incrementally as `{"$messages": {"base": V, "items": [...]}}` (see
-/// docs/checkpoint-format.md); reads always return plain values.
+/// `channel_values` holds a value for each channel that has one (a list channel may instead be
+/// given to put_all() as a ListDelta; reads always return plain values).
 struct Checkpoint {
   int v = 4;
   std::string id{};
@@ -130,20 +129,45 @@ struct TaskWrites {
 
 /// In a TaskWrites value, `{"$appended": k}` stands for the last k items of that message-list
 /// channel in the checkpoint of the same put: a task appended exactly them. Only savers whose
-/// stores_appended_writes() is true get it; a read gives the items.
+/// stores_deltas() is true get it; a read gives the items.
 inline constexpr std::string_view kAppendedWrite = "$appended";
 /// In a TaskWrites value, `{"$stored": v}`: the write is v, which is also the channel's value in
 /// the checkpoint of the same put (a saver may keep one copy). Same savers as kAppendedWrite.
 inline constexpr std::string_view kStoredWrite = "$stored";
 
-/// One checkpoint for Checkpointer::put_all: the arguments of a put(), and the writes of the
-/// tasks that produced it (saved against its parent, in the same write).
+/// One piece of a ListDelta: a range [from, to) of the base version's items, or one new item
+/// encoded as CBOR (a message as sg::message_to_cbor writes it, any other value as
+/// json::to_cbor does).
+struct ListPiece {
+  std::uint64_t from = 0;
+  std::uint64_t to = 0;
+  std::string item{};  // empty: a range of the base
+
+  [[nodiscard]] bool is_new() const noexcept { return !item.empty(); }
+  friend bool operator==(const ListPiece&, const ListPiece&) = default;
+};
+
+/// A list channel's new value as edits of a version of it stored before, so that a superstep
+/// stores only the items it added: the value is the pieces' items, in order.
+struct ListDelta {
+  /// The version of the same channel the ranges refer to; -1: none (every piece is new).
+  std::int64_t base = -1;
+  std::vector<ListPiece> pieces{};
+
+  friend bool operator==(const ListDelta&, const ListDelta&) = default;
+};
+
+/// One checkpoint for Checkpointer::put_all: the arguments of a put(), the writes of the tasks
+/// that produced it (saved against its parent, in the same write), and the channels of
+/// `new_versions` given as deltas instead of in `checkpoint.channel_values` (only to savers whose
+/// stores_deltas() is true).
 struct CheckpointPut {
   CheckpointConfig config;
   Checkpoint checkpoint;
   nlohmann::json metadata;
   ChannelVersions new_versions;
   std::vector<TaskWrites> writes{};
+  std::map<std::string, ListDelta> lists{};
 };
 
 /// Stores checkpoints of graph threads (LangGraph's BaseCheckpointSaver). Implementations are
@@ -163,8 +187,10 @@ class Checkpointer {
   /// Stores `puts` in order, each one's `writes` (as put_writes() would) and then its checkpoint
   /// (as put() would), in one atomic write where the store allows it (KvCheckpointer: one batch;
   /// a later put may build on an earlier one's values). The default calls put_writes() and put()
-  /// for each. Returns each stored config. Throws as put(); then, with one atomic write, nothing
-  /// is stored.
+  /// for each, and throws CheckpointError ("checkpoint.invalid") for a put with `lists`. Returns
+  /// each stored config. Throws as put(), and for a ListDelta whose base version the channel
+  /// never had, a range beyond it, or an item that is not CBOR; then, with one atomic write,
+  /// nothing is stored.
   virtual std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts);
 
   /// Saves a task's writes against the checkpoint `config` names. Regular writes are kept if
@@ -199,9 +225,10 @@ class Checkpointer {
   /// interrupted run can still resume), or deletes the threads.
   virtual void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) = 0;
 
-  /// True when put_all() resolves `{"$appended": k}` and `{"$stored": v}` write values
-  /// (kAppendedWrite, kStoredWrite); graphs then send them for what the checkpoint stores anyway.
-  [[nodiscard]] virtual bool stores_appended_writes() const noexcept { return false; }
+  /// True when put_all() takes list channels as deltas (CheckpointPut::lists) and resolves
+  /// `{"$appended": k}` and `{"$stored": v}` write values (kAppendedWrite, kStoredWrite): graphs
+  /// then send only what changed, and each value once. False: plain values only.
+  [[nodiscard]] virtual bool stores_deltas() const noexcept { return false; }
 
   /// The durability graphs use with this checkpointer unless the run says otherwise.
   [[nodiscard]] virtual Durability default_durability() const noexcept { return Durability::async; }

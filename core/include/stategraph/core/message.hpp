@@ -118,6 +118,7 @@ struct Message {
 /// message_to_json(message)) without building the JSON: how checkpoints store messages.
 /// Thread-safe.
 void message_to_cbor(const Message& message, std::vector<std::uint8_t>& out);
+void message_to_cbor(const Message& message, std::string& out);
 
 /// Builds a message from a message-like, as LangChain's `convert_to_messages` does: a string
 /// (a human message), a `[role, content]` pair, an object with `role` or `type` and `content`

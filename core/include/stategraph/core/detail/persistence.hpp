@@ -6,10 +6,12 @@
 // Channels: one per state field (its name); "branch:to:<node>" for each node triggered for the
 // next superstep; "__pregel_tasks" for pending Sends; "join:<a>+<b>:<target>" for the sources a
 // waiting edge has seen; "__start__" for the input of an input checkpoint. A field whose reducer
-// tracks its list (add_messages) is written as a "$messages" delta against the version stored
-// before, so a superstep stores only the messages it added (docs/checkpoint-format.md).
+// tracks its list (add_messages) goes to savers that take deltas as a ListDelta against the
+// version stored before, so a superstep stores only the messages it added
+// (docs/checkpoint-format.md).
 
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/core/detail/cbor.hpp>
 #include <stategraph/core/detail/topology.hpp>
 #include <stategraph/core/list_origin.hpp>
 #include <stategraph/core/message.hpp>
@@ -91,7 +93,7 @@ nlohmann::json tracked_element_json(const T& element) {
 }
 
 /// The JSON of a field write for a saver: like write_to_json, but messages appended to a
-/// message list are pre-encoded (tracked_element_json), as in checkpoints' "$messages" items.
+/// message list are pre-encoded (tracked_element_json).
 template <Reducer R>
 nlohmann::json saved_write_json(const Write<R>& write) {
   if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
@@ -105,28 +107,38 @@ nlohmann::json saved_write_json(const Write<R>& write) {
   return write_to_json<R>(write);
 }
 
-/// The checkpoint JSON of a tracked list: `{"$messages": {"base": V, "items": [...]}}` where
-/// items are [from, to) position ranges of the base list or new elements.
-template <class List>
-nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
-                                 std::int64_t base_version) {
-  // Built in place: initializer lists would copy the items.
-  nlohmann::json out(nlohmann::json::value_t::object);
-  nlohmann::json& spec = out["$messages"];
-  spec = nlohmann::json(nlohmann::json::value_t::object);
-  nlohmann::json& items = spec["items"];
-  items = nlohmann::json(nlohmann::json::value_t::array);
-  if (base_version < 0 || origin.size() != list.size()) {
-    items.get_ref<nlohmann::json::array_t&>().reserve(list.size());
-    for (const auto& element : list) items.push_back(tracked_element_json(element));
-    return out;
+/// One new element of a tracked list for a ListDelta: its CBOR.
+template <class T>
+std::string tracked_element_cbor(const T& element) {
+  std::string bytes;
+  if constexpr (std::is_same_v<T, Message>) {
+    bytes.reserve(element.content.is_string() ? element.content.str().size() + 64 : 256);
+    message_to_cbor(element, bytes);
+  } else {
+    CborWriter<std::string>(bytes).value(nlohmann::json(element));
   }
-  spec["base"] = base_version;
-  // O(changes since the base): the untouched run is one range.
+  return bytes;
+}
+
+/// A tracked list as a ListDelta against the version stored as `base_version` (-1: none): the
+/// unchanged runs of its origin are ranges of the base list, the rest new elements. O(changes).
+template <class List>
+ListDelta tracked_list_delta(const List& list, const ListOrigin& origin,
+                             std::int64_t base_version) {
+  ListDelta delta;
+  if (base_version < 0 || origin.size() != list.size()) {
+    delta.pieces.reserve(list.size());
+    for (const auto& element : list) delta.pieces.push_back({0, 0, tracked_element_cbor(element)});
+    return delta;
+  }
+  delta.base = base_version;
   std::int64_t run_from = origin.head_length() ? origin.head_from() : -1;
   std::int64_t run_to = run_from + static_cast<std::int64_t>(origin.head_length());
   auto close_run = [&] {
-    if (run_from >= 0) items.push_back(nlohmann::json::array({run_from, run_to}));
+    if (run_from >= 0) {
+      delta.pieces.push_back(
+          {static_cast<std::uint64_t>(run_from), static_cast<std::uint64_t>(run_to), {}});
+    }
     run_from = run_to = -1;
   };
   const auto tail = origin.tail();
@@ -134,7 +146,7 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
     const std::int64_t at = tail[t];
     if (at < 0) {
       close_run();
-      items.push_back(tracked_element_json(list[origin.head_length() + t]));
+      delta.pieces.push_back({0, 0, tracked_element_cbor(list[origin.head_length() + t])});
     } else if (run_from >= 0 && at == run_to) {
       ++run_to;
     } else {
@@ -144,7 +156,7 @@ nlohmann::json tracked_list_json(const List& list, const ListOrigin& origin,
     }
   }
   close_run();
-  return out;
+  return delta;
 }
 
 /// How long a checkpoint of durability "async" may stay queued while steps run. Checkpoints

@@ -473,7 +473,7 @@ class Runner {
       // changed since the last interrupt).
       skip_breakpoint = true;
       shared_->resuming_step.store(true);
-      emit_values({});
+      emit_values();
     }
 
     for (++step_;; ++step_) {
@@ -632,8 +632,10 @@ class Runner {
         shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, shared_->cfg.checkpoint_id});
     if (loaded) restore(*loaded);
     // A subgraph's checkpoint keeps the parents of the one it updates (LangGraph).
-    if (loaded && !shared_->cfg.checkpoint_ns.empty())
+    if (loaded && !shared_->cfg.checkpoint_ns.empty()) {
       shared_->parents = loaded->metadata.value("parents", nlohmann::json::object());
+      run_metadata_ = nullptr;
+    }
     const std::string first_as = updates[0].as_node.value_or("");
     if (first_as == "__copy__") {
       if (updates.size() > 1)
@@ -901,7 +903,7 @@ class Runner {
       for (const Task& t : tasks_) {
         if (!t.output) result.next.push_back(name_of(t.node));
       }
-      if (apply_writes_in_task_order()) emit_values({});
+      if (apply_writes_in_task_order()) emit_values();
     }
     // LangGraph's {"__interrupt__": ()} for a stop without interrupt values (a breakpoint, here
     // or in a subgraph), from the root graph only.
@@ -1427,7 +1429,7 @@ class Runner {
     }
     const bool wrote = apply_writes_in_task_order();
     if (single) route(tasks_[0], state_);
-    if (wrote) emit_values({});
+    if (wrote) emit_values();
     schedule_next();
   }
 
@@ -1895,8 +1897,10 @@ class Runner {
           if (const auto& slot = update.template slot<i>()) {
             if (appendable) {
               if (auto k = pure_append<i>(*slot)) {
-                writes.emplace_back(std::string(field_t<S, i>::name),
-                                    nlohmann::json{{std::string(kAppendedWrite), *k}});
+                nlohmann::json appended(nlohmann::json::value_t::object);
+                appended.get_ref<nlohmann::json::object_t&>().emplace(std::string(kAppendedWrite),
+                                                                      *k);
+                writes.emplace_back(std::string(field_t<S, i>::name), std::move(appended));
                 return;
               }
               if constexpr (kSingleWriter<R>) {
@@ -1944,8 +1948,7 @@ class Runner {
                                                                     bool with_checkpoint = false) {
     std::vector<std::pair<std::string, nlohmann::json>> writes;
     const bool appendable = for_saver && with_checkpoint && t.pushed.empty() && t.more.empty() &&
-                            durability_ != Durability::exit && saver_ &&
-                            saver_->stores_appended_writes();
+                            durability_ != Durability::exit && saver_ && saver_->stores_deltas();
     for (const auto& u : t.pushed) append_field_writes(u, writes, for_saver);
     append_field_writes(t.output->update, writes, for_saver, appendable);
     for (const auto& u : t.more) append_field_writes(u, writes, for_saver);
@@ -1971,7 +1974,9 @@ class Runner {
   /// Saves what a finished task produced against the current checkpoint: its writes, its
   /// interrupts (with the resume values it used), or its error.
   void save_task_outcome(const Task& t, bool with_checkpoint = false) {
-    if (!saver_ || t.restored) return;
+    if (saver_ && !t.restored) save_task_outcome_now(t, with_checkpoint);
+  }
+  void save_task_outcome_now(const Task& t, bool with_checkpoint) {
     if constexpr (kJsonState<S>) {
       std::vector<std::pair<std::string, nlohmann::json>> writes;
       if (t.error) {
@@ -2004,6 +2009,9 @@ class Runner {
   /// of their fields) and the updates and gotos of its further Commands. Throws sg::Error for a
   /// message pushed to a field that does not hold messages.
   void collect_extras(Task& t, TaskInfo& info) const {
+    if (!info.pushed.empty() || info.more_updates.has_value()) collect_extras_now(t, info);
+  }
+  void collect_extras_now(Task& t, TaskInfo& info) const {
     for (auto& [field, message] : info.pushed) {
       Update<S> u;
       detail::visit_field_named<S>(field, [&](auto i) {
@@ -2182,23 +2190,10 @@ class Runner {
       cp.versions_seen = versions_seen_;
       current_id_ = cp.id;
       saved_step_ = step_;
-      nlohmann::json metadata(nlohmann::json::value_t::object);
-      metadata["source"] = source;
-      metadata["step"] = step_;
-      metadata["parents"] = shared_->parents;
-      metadata["run_id"] = run_id_;
-      // LangGraph's get_checkpoint_metadata: the run's metadata and configurable values (strings,
-      // numbers, booleans; not keys starting with "__" or naming the checkpoint).
-      for (const nlohmann::json* values : {&shared_->cfg.metadata, &shared_->cfg.configurable}) {
-        if (!values->is_object()) continue;
-        for (const auto& [key, value] : values->items()) {
-          if (!value.is_primitive() || value.is_null() || metadata.contains(key) ||
-              key.rfind("__", 0) == 0 || is_checkpoint_key(key)) {
-            continue;
-          }
-          metadata[key] = value;
-        }
-      }
+      nlohmann::json metadata = run_metadata();
+      auto& fields = metadata.get_ref<nlohmann::json::object_t&>();
+      fields.emplace("source", source);
+      fields.emplace("step", step_);
       if (streams(StreamMode::debug)) {
         current_meta_ = metadata;
         current_parent_ =
@@ -2207,6 +2202,30 @@ class Runner {
       pending_checkpoint_ = std::make_pair(std::move(cp), std::move(metadata));
       if (durability_ != Durability::exit) store_pending_checkpoint();
     }
+  }
+
+  /// The metadata every checkpoint of this run shares, built once: "parents", "run_id", and
+  /// (LangGraph's get_checkpoint_metadata) the run's metadata and configurable values (strings,
+  /// numbers, booleans; not keys starting with "__", naming the checkpoint, "source" or "step").
+  const nlohmann::json& run_metadata() {
+    if (run_metadata_.is_null()) {
+      nlohmann::json metadata(nlohmann::json::value_t::object);
+      metadata["parents"] = shared_->parents;
+      metadata["run_id"] = run_id_;
+      for (const nlohmann::json* values : {&shared_->cfg.metadata, &shared_->cfg.configurable}) {
+        if (!values->is_object()) continue;
+        for (const auto& [key, value] : values->items()) {
+          if (!value.is_primitive() || value.is_null() || metadata.contains(key) ||
+              key == "source" || key == "step" || key.rfind("__", 0) == 0 ||
+              is_checkpoint_key(key)) {
+            continue;
+          }
+          metadata[key] = value;
+        }
+      }
+      run_metadata_ = std::move(metadata);
+    }
+    return run_metadata_;
   }
 
   /// Configurable keys LangGraph keeps out of checkpoint metadata (EXCLUDED_METADATA_KEYS).
@@ -2226,12 +2245,14 @@ class Runner {
       auto [cp, metadata] = std::move(*pending_checkpoint_);
       pending_checkpoint_.reset();
       ChannelVersions new_versions;
+      std::map<std::string, ListDelta> lists;
+      const bool deltas = saver_->stores_deltas();
       for (const auto& [ch, version] : versions_) {
         if (version <= stored_through_) continue;
         new_versions.emplace_hint(new_versions.end(), ch, version);
         if (ch == kStartChannel && start_input_) {
           cp.channel_values[ch] = std::move(*start_input_);  // reset below
-        } else {
+        } else if (!deltas || !list_delta(ch, lists)) {
           cp.channel_values[ch] = channel_value(ch);
         }
       }
@@ -2244,8 +2265,12 @@ class Runner {
         if constexpr (TrackedListReducer<R>) std::get<i>(caches_).rebase(field_value<i>(state_));
       });
       start_input_.reset();
-      CheckpointPut put{stored_, std::move(cp), std::move(metadata), std::move(new_versions),
-                        std::move(held_writes_)};
+      CheckpointPut put{stored_,
+                        std::move(cp),
+                        std::move(metadata),
+                        std::move(new_versions),
+                        std::move(held_writes_),
+                        std::move(lists)};
       held_writes_.clear();
       stored_ =
           CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, put.checkpoint.id};
@@ -2266,7 +2291,23 @@ class Runner {
     }
   }
 
-  /// The value of a channel for a checkpoint.
+  /// Adds channel `channel` to `lists` as a delta against the version stored before, if it is
+  /// a field that tracks its list; returns whether it is.
+  bool list_delta(const std::string& channel, std::map<std::string, ListDelta>& lists) const {
+    bool tracked = false;
+    for_each_field<S>([&](auto i) {
+      using R = typename field_t<S, i>::reducer_type;
+      if constexpr (TrackedListReducer<R>) {
+        if (field_t<S, i>::name != channel) return;
+        lists.emplace(channel, tracked_list_delta(field_value<i>(state_),
+                                                  std::get<i>(caches_).origin, stored_version_[i]));
+        tracked = true;
+      }
+    });
+    return tracked;
+  }
+
+  /// The value of a channel for a checkpoint (plain; see list_delta for tracked lists).
   nlohmann::json channel_value(const std::string& channel) const {
     if constexpr (kJsonState<S>) {
       if (channel.rfind(kBranchPrefix, 0) == 0) return true;
@@ -2292,15 +2333,8 @@ class Runner {
         return seen;
       }
       nlohmann::json out;
-      detail::visit_field_named<S>(channel, [&](auto i) {
-        using R = typename field_t<S, i>::reducer_type;
-        if constexpr (TrackedListReducer<R>) {
-          out = tracked_list_json(field_value<i>(state_), std::get<i>(caches_).origin,
-                                  stored_version_[i]);
-        } else {
-          out = nlohmann::json(field_value<i>(state_));
-        }
-      });
+      detail::visit_field_named<S>(channel,
+                                   [&](auto i) { out = nlohmann::json(field_value<i>(state_)); });
       return out;
     }
     return nlohmann::json();
@@ -2421,6 +2455,9 @@ class Runner {
   [[nodiscard]] bool streams(StreamMode mode) const { return stream_ && stream_->modes.has(mode); }
 
   /// A `values` event with the current state (and the interrupts that stopped it, if any).
+  void emit_values() {
+    if (streams(StreamMode::values)) emit_values(std::vector<Interrupt>{});
+  }
   void emit_values(std::vector<Interrupt> interrupts) {
     if (!streams(StreamMode::values)) return;
     StreamEvent<S> e;
@@ -2667,6 +2704,7 @@ class Runner {
   Durability durability_ = Durability::sync;
   std::unique_ptr<AsyncWriter> writer_;
   std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
+  nlohmann::json run_metadata_;           // see run_metadata()
   std::vector<TaskWrites> held_writes_;   // task writes that go with the next checkpoint
   bool hold_puts_ = false;                // keep the next one for a joint write
   std::string run_id_;
