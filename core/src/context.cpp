@@ -1,4 +1,5 @@
 #include <stategraph/core/context.hpp>
+#include <stategraph/core/detail/hash.hpp>
 #include <stategraph/core/error.hpp>
 
 #include <atomic>
@@ -15,16 +16,37 @@ thread_local Context* current = nullptr;
 
 /// A stable id for the k-th interrupt of a task.
 std::string interrupt_id(std::string_view task_id, std::size_t index) {
-  std::uint64_t h = 1469598103934665603ULL;
-  for (char c : task_id) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  // The seed is not kFnvOffset (a digit short): kept, since saved interrupts carry these ids.
+  std::uint64_t h = detail::fnv1a(task_id, 1469598103934665603ULL);
   h = (h ^ index) * 1099511628211ULL;
-  static constexpr char kHex[] = "0123456789abcdef";
   std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, h >>= 4) out[static_cast<std::size_t>(i)] = kHex[h & 0xF];
+  detail::hex16(h, out.data());
   return out;
 }
 
 }  // namespace
+
+namespace detail {
+
+std::uint64_t task_id_seed(std::string_view thread, std::string_view ns,
+                           std::string_view checkpoint) noexcept {
+  std::uint64_t h = kFnvOffset;
+  for (const std::string_view part : {thread, ns, checkpoint})
+    h = (fnv1a(part, h) ^ 0xFF) * 1099511628211ULL;
+  return h;
+}
+
+void assign_task_id(TaskInfo& task, std::uint64_t seed) noexcept {
+  const std::int64_t numbers[2] = {task.step, task.send_index};
+  std::uint64_t h =
+      fnv1a(std::string_view(reinterpret_cast<const char*>(numbers), sizeof numbers), seed);
+  h = (h ^ 0xFF) * 1099511628211ULL;
+  h = (fnv1a(task.node, h) ^ 0xFF) * 1099511628211ULL;
+  hex16(h, task.id.data());
+  task.has_id = true;
+}
+
+}  // namespace detail
 
 struct CancellationToken::State {
   std::atomic<bool> cancelled{false};

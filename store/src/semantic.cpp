@@ -1,4 +1,5 @@
 // The offline embedder and the text extraction of IndexConfig paths.
+#include <stategraph/core/detail/hash.hpp>
 #include <stategraph/store/store.hpp>
 
 #include <fmt/format.h>
@@ -11,17 +12,9 @@ namespace {
 
 using nlohmann::json;
 
-std::uint64_t fnv1a(std::string_view s, std::uint64_t seed) {
-  std::uint64_t h = 1469598103934665603ULL ^ seed;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 void add_feature(std::vector<float>& v, std::string_view feature, float weight) {
-  const std::uint64_t h = fnv1a(feature, 0x5bd1e995);
+  // The seed is not detail::kFnvOffset (a digit short): kept, since stored vectors use it.
+  const std::uint64_t h = detail::fnv1a(feature, 1469598103934665603ULL ^ 0x5bd1e995);
   const std::size_t bucket = static_cast<std::size_t>(h % v.size());
   v[bucket] += (h >> 63) ? -weight : weight;
 }

@@ -15,6 +15,7 @@
 #include <memory>
 #include <set>
 
+#include "support/plain_saver.hpp"
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
@@ -633,32 +634,7 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   CHECK_THROWS_WITH_AS(put_list(*saver, s4, both, metadata(), {{"messages", 5}}, {-1, {}}),
                        doctest::Contains("both a value and a list delta"), sg::CheckpointError);
   // A checkpointer without deltas (the default put_all) refuses them instead of losing the list.
-  struct PlainSaver : sg::Checkpointer {
-    sg::InMemorySaver inner;
-    sg::CheckpointConfig put(const sg::CheckpointConfig& c, const sg::Checkpoint& cp, const json& m,
-                             const sg::ChannelVersions& v) override {
-      return inner.put(c, cp, m, v);
-    }
-    void put_writes(const sg::CheckpointConfig& c,
-                    const std::vector<std::pair<std::string, json>>& writes,
-                    const std::string& task_id, const std::string& task_path) override {
-      inner.put_writes(c, writes, task_id, task_path);
-    }
-    std::optional<sg::CheckpointTuple> get_tuple(const sg::CheckpointConfig& c) override {
-      return inner.get_tuple(c);
-    }
-    std::vector<sg::CheckpointTuple> list(const sg::ListOptions& o) override {
-      return inner.list(o);
-    }
-    std::vector<std::string> threads() override { return inner.threads(); }
-    void delete_thread(const std::string& t) override { inner.delete_thread(t); }
-    void copy_thread(const std::string& s, const std::string& t) override {
-      inner.copy_thread(s, t);
-    }
-    void prune(const std::vector<std::string>& t, sg::PruneStrategy p) override {
-      inner.prune(t, p);
-    }
-  } plain;
+  sg::test::PlainSaver plain;
   CHECK_THROWS_WITH_AS(put_list(plain, config(tid), bad, metadata(), {{"messages", 5}}, {-1, {}}),
                        doctest::Contains("takes no list deltas"), sg::CheckpointError);
   CHECK(plain.threads().empty());

@@ -11,6 +11,7 @@
 #include <map>
 #include <thread>
 
+#include "support/plain_saver.hpp"
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
@@ -268,6 +269,57 @@ TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, MemoryFactory, R
   CHECK_FALSE(r3.interrupted());
   CHECK(r3.state.log == std::vector<std::string>{"ada:36", "sibling"});
   CHECK(runs == 3);  // the node re-runs from the start on each resume
+}
+
+TEST_CASE("a checkpointer without deltas gets plain values and behaves like InMemorySaver") {
+  // Four turns of a chat whose node appends a reply and, from the third turn, removes the oldest
+  // message; an interrupt and its resume; a state update; history. Run on a checkpointer
+  // written from the public interface alone (sg::test::PlainSaver) and on InMemorySaver.
+  auto scenario = [](std::shared_ptr<sg::Checkpointer> saver) {
+    sg::StateGraph<Chat> g;
+    g.add_node("reply", [](const Chat& s) {
+      auto u = sg::Update<Chat>{}.set<&Chat::messages>(
+          sg::ai("re: " + s.messages.back().text(), "r" + std::to_string(s.messages.size())));
+      return u.set<&Chat::x>(s.x + 1);
+    });
+    g.add_node("trim", [](const Chat& s) {
+      auto u = log("trim");
+      if (s.messages.size() > 4) u.set<&Chat::messages>(sg::remove_message(s.messages[0].id));
+      return u;
+    });
+    g.add_node("ask", [](const Chat&) { return log(sg::interrupt("ok?").get<std::string>()); });
+    g.add_edge(sg::START, "reply").add_edge("reply", "trim").add_edge("trim", "ask");
+    const auto app = g.compile({.checkpointer = saver});
+    const auto config = thread("t");
+    json out = json::array();
+    for (int turn = 0; turn < 4; ++turn) {
+      auto r = app.invoke(sg::Update<Chat>{}.set<&Chat::messages>(sg::human(
+                              "turn " + std::to_string(turn), "h" + std::to_string(turn))),
+                          config);
+      CHECK(r.interrupted());
+      r = app.invoke(sg::Command<Chat>{.resume = json("yes")}, config);
+      CHECK_FALSE(r.interrupted());
+      out.push_back(sg::state_to_json(r.state));
+    }
+    app.update_state(config, sg::Update<Chat>{}.set<&Chat::x>(100));
+    out.push_back(sg::state_to_json(app.get_state(config)->values));
+    for (const auto& snapshot : app.get_state_history(config)) {
+      out.push_back({sg::state_to_json(snapshot.values), snapshot.next, snapshot.tasks.size()});
+    }
+    return out;
+  };
+  auto plain = std::make_shared<sg::test::PlainSaver>();
+  const json with_plain = scenario(plain);
+  const json with_memory = scenario(std::make_shared<sg::InMemorySaver>());
+  CHECK(plain->puts > 20);
+  CHECK(plain->encoded == 0);
+  CHECK(with_plain.size() == with_memory.size());
+  CHECK(with_plain == with_memory);
+  // The plain checkpointer got the messages as a plain list.
+  const auto latest = plain->get_tuple({"t", "", ""});
+  REQUIRE(latest);
+  CHECK(latest->checkpoint.channel_values["messages"].is_array());
+  CHECK(latest->checkpoint.channel_values["messages"].size() == 6);
 }
 
 TEST_CASE("an interrupted RocksDB thread resumes after the process reopens the database") {

@@ -49,6 +49,8 @@ class RunHooks {
   [[nodiscard]] virtual StreamModes subgraph_modes() const noexcept = 0;
   [[nodiscard]] virtual const std::vector<std::string>& stream_ns() const noexcept = 0;
   virtual void forward_event(ForeignEvent&& event) = 0;
+  /// task_id_seed() of the run's thread, namespace and current checkpoint.
+  [[nodiscard]] virtual std::uint64_t task_id_seed() const noexcept = 0;
   /// The run's checkpointer (subgraphs compiled without one use it), or null.
   [[nodiscard]] virtual Checkpointer* checkpointer() const noexcept = 0;
   /// The value answering interrupt `interrupt_id` when the run was resumed: from a resume map,
@@ -76,7 +78,9 @@ class RunHooks {
 struct TaskInfo {
   std::string_view node;  // points into the compiled graph
   int step = 0;
-  std::array<char, 16> id{};  // hex digits of the task id
+  int send_index = -1;        // the task's index among its step's Sends; -1 for an edge's task
+  std::array<char, 16> id{};  // hex digits of the task id, once has_id (see assign_task_id)
+  bool has_id = false;
   int attempt = 1;
   /// The step after which the recursion limit stops the run (LangGraph's `stop`).
   int stop = 0;
@@ -91,6 +95,14 @@ struct TaskInfo {
   /// checkpoint namespace, as in LangGraph).
   int subgraph_calls = 0;
 };
+
+/// The part of a task id that a step's tasks share: the thread, the namespace and the
+/// checkpoint they run from. Thread-safe.
+[[nodiscard]] std::uint64_t task_id_seed(std::string_view thread, std::string_view ns,
+                                         std::string_view checkpoint) noexcept;
+/// Sets `task.id` and `task.has_id`: a deterministic id, a hash of `seed` (task_id_seed), the
+/// task's step, Send index and node. Not synchronized (one thread per task).
+void assign_task_id(TaskInfo& task, std::uint64_t seed) noexcept;
 
 /// Thrown by interrupt() to stop the task; the executor turns it into an interrupted result.
 struct GraphInterrupt {
@@ -127,6 +139,7 @@ class Context {
   [[nodiscard]] int attempt() const noexcept { return task_->attempt; }
   /// A deterministic id of this task (16 hex digits).
   [[nodiscard]] std::string_view task_id() const noexcept {
+    if (!task_->has_id) detail::assign_task_id(*task_, run_->task_id_seed());
     return {task_->id.data(), task_->id.size()};
   }
   /// The long-term memory store given to compile(), or null.

@@ -175,7 +175,7 @@ struct RunShared final : RunHooks {
   /// Subgraph checkpoints: this run's "parents" metadata and its current checkpoint (owned by the
   /// runner, changed only between steps); the root's checkpoint map of a subgraph time travel;
   /// the root's replay bound with the subgraph namespaces that used it (guarded by resume_mu).
-  nlohmann::json parents = nlohmann::json::object();
+  nlohmann::json parents;  // null: none (no object allocated for a root run)
   const std::string* current_checkpoint = nullptr;
   nlohmann::json checkpoint_map{};
   std::optional<std::string> replay_before;
@@ -193,8 +193,12 @@ struct RunShared final : RunHooks {
     return resuming_step.load(std::memory_order_relaxed);
   }
 
+  [[nodiscard]] std::uint64_t task_id_seed() const noexcept override {
+    return detail::task_id_seed(cfg.thread_id, cfg.checkpoint_ns,
+                                current_checkpoint ? *current_checkpoint : std::string_view());
+  }
   [[nodiscard]] nlohmann::json checkpoint_parents() const override {
-    nlohmann::json out = parents;
+    nlohmann::json out = parents.is_null() ? nlohmann::json::object() : parents;
     if (current_checkpoint && !current_checkpoint->empty())
       out[cfg.checkpoint_ns] = *current_checkpoint;
     return out;
@@ -325,6 +329,7 @@ class Runner {
       join_marks_[j].assign(topo_.joins[j].sources.size(), 0);
     changed_.assign(field_count_v<S>, 0);
     saver_ = def_->options.checkpointer ? def_->options.checkpointer.get() : inherited;
+    saver_deltas_ = saver_ && saver_->stores_deltas();
     shared_->saver = saver_;
     shared_->store_ptr = def_->options.store ? def_->options.store.get() : inherited_store;
     if (saver_) {
@@ -507,7 +512,7 @@ class Runner {
       raise_parent_commands();
       finish_step();
       save_step();
-      shared_->resuming_step.store(false);
+      shared_->resuming_step.store(false, std::memory_order_relaxed);  // tasks start after this
       resumed_writes_.clear();
       shared_->null_resume.reset();
       if (hits(topo_.interrupt_after) || hits_config(shared_->cfg.interrupt_after)) {
@@ -761,7 +766,6 @@ class Runner {
  private:
   struct Task {
     int node = 0;
-    int send_index = -1;
     std::any arg;
     TaskInfo info;
     std::optional<Command<S>> output;
@@ -790,7 +794,8 @@ class Runner {
 
   void reset_task(Task& t, int node, int send_index) {
     t.node = node;
-    t.send_index = send_index;
+    t.info.send_index = send_index;
+    t.info.has_id = false;
     t.arg.reset();
     t.info.node = name_of(node);
     t.info.step = step_;
@@ -822,22 +827,8 @@ class Runner {
     return start;
   }
 
-  /// Deterministic task id: a hash of the thread, the task's step, node and Send index.
-  void assign_task_id(Task& t) const {
-    std::uint64_t h = 14695981039346656037ULL;
-    auto mix = [&h](std::string_view s) {
-      for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
-      h = (h ^ 0xFF) * 1099511628211ULL;
-    };
-    mix(shared_->cfg.thread_id);
-    mix(shared_->cfg.checkpoint_ns);
-    mix(current_id_);
-    const std::int64_t numbers[2] = {t.info.step, t.send_index};
-    mix(std::string_view(reinterpret_cast<const char*>(numbers), sizeof numbers));
-    mix(name_of(t.node));
-    static constexpr char kHex[] = "0123456789abcdef";
-    for (int i = 15; i >= 0; --i, h >>= 4) t.info.id[static_cast<std::size_t>(i)] = kHex[h & 0xF];
-  }
+  /// The task's deterministic id (detail::assign_task_id).
+  void assign_task_id(Task& t) const { detail::assign_task_id(t.info, shared_->task_id_seed()); }
 
   /// Builds this step's tasks from what the previous step triggered. Deferred nodes run once
   /// nothing else is left to run.
@@ -875,7 +866,11 @@ class Runner {
     }
     next_pull_.clear();
     next_push_.clear();
-    for (auto& t : tasks_) assign_task_id(t);
+    // Without a checkpointer or a stream only a node may ask for its id (Context::task_id).
+    if (saver_ || stream_) {
+      const std::uint64_t seed = shared_->task_id_seed();
+      for (auto& t : tasks_) detail::assign_task_id(t.info, seed);
+    }
   }
 
   [[nodiscard]] bool hits(const std::vector<bool>& flags) const {
@@ -1010,7 +1005,7 @@ class Runner {
   }
 
   void execute_tasks() {
-    shared_->step_failed.store(false);
+    shared_->step_failed.store(false, std::memory_order_relaxed);  // tasks start after this
     if (streams(StreamMode::debug)) {
       for (const Task& t : tasks_) emit_debug_start(t);
     }
@@ -1885,7 +1880,8 @@ class Runner {
 
   /// The writes of a finished task as saved: its fields (pushed messages, update, further
   /// Commands, in that order) and its gotos.
-  /// `for_saver`: messages appended to a message list go pre-encoded (saved_write_json).
+  /// `for_saver`: messages appended to a message list go pre-encoded (saved_write_json), for
+  /// savers that take deltas.
   /// `appendable`: see output_writes.
   void append_field_writes(const Update<S>& update,
                            std::vector<std::pair<std::string, nlohmann::json>>& writes,
@@ -1948,7 +1944,7 @@ class Runner {
                                                                     bool with_checkpoint = false) {
     std::vector<std::pair<std::string, nlohmann::json>> writes;
     const bool appendable = for_saver && with_checkpoint && t.pushed.empty() && t.more.empty() &&
-                            durability_ != Durability::exit && saver_ && saver_->stores_deltas();
+                            durability_ != Durability::exit && saver_deltas_;
     for (const auto& u : t.pushed) append_field_writes(u, writes, for_saver);
     append_field_writes(t.output->update, writes, for_saver, appendable);
     for (const auto& u : t.more) append_field_writes(u, writes, for_saver);
@@ -1994,7 +1990,7 @@ class Runner {
           list.push_back({{"id", i.id}, {"value", i.value}, {"node", i.node}});
         writes.emplace_back(std::string(kInterruptChannel), std::move(list));
       } else if (t.output) {
-        writes = output_writes(t, /*for_saver=*/true, with_checkpoint);
+        writes = output_writes(t, /*for_saver=*/saver_deltas_, with_checkpoint);
       } else {
         return;
       }
@@ -2210,7 +2206,8 @@ class Runner {
   const nlohmann::json& run_metadata() {
     if (run_metadata_.is_null()) {
       nlohmann::json metadata(nlohmann::json::value_t::object);
-      metadata["parents"] = shared_->parents;
+      metadata["parents"] =
+          shared_->parents.is_null() ? nlohmann::json::object() : shared_->parents;
       metadata["run_id"] = run_id_;
       for (const nlohmann::json* values : {&shared_->cfg.metadata, &shared_->cfg.configurable}) {
         if (!values->is_object()) continue;
@@ -2246,13 +2243,12 @@ class Runner {
       pending_checkpoint_.reset();
       ChannelVersions new_versions;
       std::map<std::string, ListDelta> lists;
-      const bool deltas = saver_->stores_deltas();
       for (const auto& [ch, version] : versions_) {
         if (version <= stored_through_) continue;
         new_versions.emplace_hint(new_versions.end(), ch, version);
         if (ch == kStartChannel && start_input_) {
           cp.channel_values[ch] = std::move(*start_input_);  // reset below
-        } else if (!deltas || !list_delta(ch, lists)) {
+        } else if (!saver_deltas_ || !list_delta(ch, lists)) {
           cp.channel_values[ch] = channel_value(ch);
         }
       }
@@ -2431,7 +2427,7 @@ class Runner {
       // The writes of earlier Commands on this checkpoint stay first (LangGraph accumulates them).
       std::vector<std::pair<std::string, nlohmann::json>> writes = null_writes_;
       if (!go_to.empty()) writes.emplace_back(std::string(kGotoWrite), gotos_json(go_to));
-      if (update) append_field_writes(*update, writes, /*for_saver=*/true);
+      if (update) append_field_writes(*update, writes, /*for_saver=*/saver_deltas_);
       save_writes(std::string(kRunTaskId), std::move(writes));
     }
     if (update) apply_update_to_state(std::move(*update), INPUT);
@@ -2527,7 +2523,7 @@ class Runner {
                {{"id", std::string(t.info.id.data(), t.info.id.size())},
                 {"name", name_of(t.node)},
                 {"input", std::move(input)},
-                {"send_index", t.send_index}}}};
+                {"send_index", t.info.send_index}}}};
     stream_->sink(std::move(e));
   }
 
@@ -2555,7 +2551,9 @@ class Runner {
   /// LangGraph's debug "checkpoint" event: the checkpoint a step starts from (its config, parent,
   /// values, metadata) and the tasks that run next, as get_state_history shows it.
   void emit_debug_checkpoint(bool start_next = false) {
-    if (!saver_ || !streams(StreamMode::debug)) return;
+    if (saver_ && streams(StreamMode::debug)) emit_debug_checkpoint_now(start_next);
+  }
+  void emit_debug_checkpoint_now(bool start_next) {
     nlohmann::json tasks = nlohmann::json::array();
     nlohmann::json next = nlohmann::json::array();
     auto add = [&](const std::string& id, const std::string& name, const Task* t) {
@@ -2597,7 +2595,9 @@ class Runner {
 
   /// Streams a finished task: its update (updates mode) and its result (debug mode).
   void emit_task_finished(const Task& t, bool replayed = false) {
-    if (!stream_) return;
+    if (stream_) emit_task_finished_now(t, replayed);
+  }
+  void emit_task_finished_now(const Task& t, bool replayed) {
     if (streams(StreamMode::updates) && t.output && t.interrupts.empty() && !t.error) {
       StreamEvent<S> e;
       e.mode = StreamMode::updates;
@@ -2705,8 +2705,9 @@ class Runner {
   std::unique_ptr<AsyncWriter> writer_;
   std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
   nlohmann::json run_metadata_;           // see run_metadata()
-  std::vector<TaskWrites> held_writes_;   // task writes that go with the next checkpoint
-  bool hold_puts_ = false;                // keep the next one for a joint write
+  bool saver_deltas_ = false;  // saver_->stores_deltas(): lists as deltas, messages as CBOR
+  std::vector<TaskWrites> held_writes_;  // task writes that go with the next checkpoint
+  bool hold_puts_ = false;               // keep the next one for a joint write
   std::string run_id_;
   CheckpointConfig stored_;  // the last stored checkpoint: the parent of the next
   std::string current_id_;   // the latest checkpoint, stored or not: task writes go against it
