@@ -3,11 +3,12 @@
 // field names.
 //
 //   stategraph-bench <scenario> [--json] [--repeat N]
-//   stategraph-bench --list
+//   stategraph-bench --list | --help
 //
 // Each run of a scenario happens in a fresh process (this program re-executes itself with
 // --unit), so peak RSS and on-disk state are per run; with --repeat N every numeric field is the
 // median of N runs.
+#include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <algorithm>
@@ -79,56 +80,54 @@ Json versions() {
   return v;
 }
 
-void usage() {
-  std::cerr << "usage: stategraph-bench <scenario|unit> [--json] [--repeat N]\nscenarios:";
+std::string scenario_list() {
+  std::string out = "scenarios:";
   for (const auto& [name, units] : bench::scenarios()) {
-    std::cerr << ' ' << name;
+    out += ' ' + name;
     if (units.size() > 1) {
-      for (const auto& u : units) std::cerr << ' ' << u;
+      for (const auto& u : units) out += ' ' + u;
     }
   }
-  std::cerr << '\n';
+  return out;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty()) {
-    usage();
-    return 2;
-  }
-  if (args[0] == "--list") {
+  CLI::App app{"The workloads of the LangGraph.js anchor, one JSON line per scenario.",
+               "stategraph-bench"};
+  app.footer(scenario_list());
+  std::string scenario;
+  bool list = false;
+  bool json_only = false;
+  bool unit = false;
+  int repeat = 1;
+  app.add_option("scenario", scenario, "A scenario or one of its units (scenario:variant)");
+  app.add_flag("--list", list, "Print the scenario names as a JSON array");
+  app.add_flag("--json", json_only, "Print only the JSON line");
+  app.add_option("--repeat", repeat, "Runs in fresh processes; fields are their medians")
+      ->check(CLI::Range(1, 10000));
+  app.add_flag("--unit", unit, "Run one unit in this process (used by the runs)")
+      ->group("");  // internal
+  CLI11_PARSE(app, argc, argv);
+  if (list) {
     Json names = Json::array();
     for (const auto& [name, units] : bench::scenarios()) names.push_back(name);
     std::cout << names.dump() << '\n';
     return 0;
   }
-  const std::string scenario = args[0];
   std::vector<std::string> units;
   if (auto s = bench::scenarios().find(scenario); s != bench::scenarios().end()) {
     units = s->second;
   } else if (bench::units().count(scenario)) {
     units = {scenario};
   } else {
-    std::cerr << "stategraph-bench: unknown scenario '" << scenario << "'\n";
-    usage();
+    std::cerr << "stategraph-bench: "
+              << (scenario.empty() ? "a scenario is required"
+                                   : "unknown scenario '" + scenario + "'")
+              << "\n"
+              << app.help() << '\n';
     return 2;
-  }
-  bool json_only = false;
-  bool unit = false;
-  int repeat = 1;
-  for (std::size_t i = 1; i < args.size(); ++i) {
-    if (args[i] == "--json") {
-      json_only = true;
-    } else if (args[i] == "--unit") {
-      unit = true;
-    } else if (args[i] == "--repeat" && i + 1 < args.size()) {
-      repeat = std::max(1, std::stoi(args[++i]));
-    } else {
-      std::cerr << "stategraph-bench: unknown argument '" << args[i] << "'\n";
-      return 2;
-    }
   }
   try {
     if (unit) {

@@ -9,7 +9,6 @@ namespace sg {
 
 std::optional<int> special_write_index(std::string_view channel) noexcept {
   if (channel == kErrorChannel) return -1;
-  if (channel == kScheduledChannel) return -2;
   if (channel == kInterruptChannel) return -3;
   if (channel == kResumeChannel) return -4;
   return std::nullopt;

@@ -1,7 +1,6 @@
 #include <stategraph/core/thread_pool.hpp>
 
 #include <boost/asio/post.hpp>
-#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/thread_pool.hpp>
 
 #include <algorithm>
@@ -28,11 +27,6 @@ std::size_t ThreadPool::size() const noexcept {
 
 void ThreadPool::post(std::function<void()> work) {
   boost::asio::post(impl_->pool, std::move(work));
-}
-
-void ThreadPool::post_after(std::chrono::steady_clock::duration delay, std::function<void()> work) {
-  auto timer = std::make_shared<boost::asio::steady_timer>(impl_->pool, delay);
-  timer->async_wait([timer, work = std::move(work)](const boost::system::error_code&) { work(); });
 }
 
 std::shared_ptr<ThreadPool> ThreadPool::shared() {

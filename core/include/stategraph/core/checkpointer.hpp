@@ -106,11 +106,10 @@ enum class Durability : std::uint8_t { sync, async, exit };
 /// prune(): keep each namespace's newest checkpoint (with its writes), or delete everything.
 enum class PruneStrategy : std::uint8_t { keep_latest, delete_all };
 
-/// Special write channels: a task's error, interrupts, resume values, scheduled marker.
+/// Special write channels: a task's error, interrupts, resume values.
 inline constexpr std::string_view kErrorChannel = "__error__";
 inline constexpr std::string_view kInterruptChannel = "__interrupt__";
 inline constexpr std::string_view kResumeChannel = "__resume__";
-inline constexpr std::string_view kScheduledChannel = "__scheduled__";
 
 /// The write index of a special channel (negative; upserted), or nullopt for a regular channel
 /// (indexed by position; insert-if-absent). LangGraph's WRITES_IDX_MAP.

@@ -1,6 +1,5 @@
 #pragma once
 
-#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -24,9 +23,6 @@ class ThreadPool {
 
   /// Runs `work` on a worker thread. `work` must not throw (exceptions terminate).
   void post(std::function<void()> work);
-
-  /// Runs `work` on a worker thread once `delay` has passed. `work` must not throw.
-  void post_after(std::chrono::steady_clock::duration delay, std::function<void()> work);
 
   /// The process-wide pool used by graphs compiled without one: one worker per hardware thread
   /// (at least 2), created on first use.

@@ -91,14 +91,6 @@ class Update {
     return std::apply([](const auto&... s) { return (!s.has_value() && ...); }, slots_);
   }
 
-  /// Merges `other` into this update; fields set in `other` replace ours.
-  Update& merge(Update&& other) {
-    for_each_field<S>([&](auto i) {
-      if (auto& theirs = other.template slot<i>()) slot<i>() = std::move(theirs);
-    });
-    return *this;
-  }
-
   /// An update that sets every field to its value in `state` (through the fields' reducers): how
   /// a subgraph's final state becomes its parent's update, and how a state becomes graph input.
   [[nodiscard]] static Update from_state(const S& state) {
