@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -101,8 +102,15 @@ class CborWriter {
       out_.insert(out_.end(), p, p + n);
     }
   }
-  /// A float as a 32-bit float when that is exact, else 64-bit (as json::to_cbor()).
+  /// A float as a 32-bit float when that is exact, else 64-bit; NaN and infinities as 16-bit
+  /// (as json::to_cbor()).
   void real(double d) {
+    if (std::isnan(d) || std::isinf(d)) {
+      byte(0xF9);
+      byte(std::isnan(d) ? 0x7E : d > 0 ? 0x7C : 0xFC);
+      byte(0x00);
+      return;
+    }
     const bool exact32 = d >= static_cast<double>(std::numeric_limits<float>::lowest()) &&
                          d <= static_cast<double>(std::numeric_limits<float>::max()) &&
                          static_cast<double>(static_cast<float>(d)) == d;
