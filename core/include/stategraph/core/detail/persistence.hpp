@@ -78,29 +78,23 @@ concept TrackedListReducer = CachedReducer<R> &&
   c.rebase(v);
 };
 
-/// One new element of a tracked list for a checkpoint: a message pre-encoded as CBOR (see
-/// kCborMessageSubtype), anything else as JSON.
-template <class T>
-nlohmann::json tracked_element_json(const T& element) {
-  if constexpr (std::is_same_v<T, Message>) {
-    std::vector<std::uint8_t> bytes;
-    bytes.reserve(element.content.is_string() ? element.content.str().size() + 64 : 256);
-    message_to_cbor(element, bytes);
-    return nlohmann::json::binary(std::move(bytes), kCborMessageSubtype);
-  } else {
-    return nlohmann::json(element);
-  }
+/// A message pre-encoded as CBOR, as a JSON binary (see kCborMessageSubtype).
+inline nlohmann::json encoded_message_json(const Message& message) {
+  std::vector<std::uint8_t> bytes;
+  bytes.reserve(message.content.is_string() ? message.content.str().size() + 64 : 256);
+  message_to_cbor(message, bytes);
+  return nlohmann::json::binary(std::move(bytes), kCborMessageSubtype);
 }
 
 /// The JSON of a field write for a saver: like write_to_json, but messages appended to a
-/// message list are pre-encoded (tracked_element_json).
+/// message list are pre-encoded (encoded_message_json).
 template <Reducer R>
 nlohmann::json saved_write_json(const Write<R>& write) {
   if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
     if (const auto* update = std::get_if<0>(&write); update && !update->is_keep()) {
       nlohmann::json out(nlohmann::json::value_t::array);
       out.get_ref<nlohmann::json::array_t&>().reserve(update->items().size());
-      for (const auto& m : update->items()) out.push_back(tracked_element_json(m));
+      for (const auto& m : update->items()) out.push_back(encoded_message_json(m));
       return out;
     }
   }
