@@ -24,7 +24,7 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
     for (const auto& [node, seen] : data.at("vs").items()) {
       r.checkpoint.versions_seen[node] =
           seen.is_number_integer()
-              ? ChannelVersions{{std::string(kTriggerPrefix) + node, seen.get<std::int64_t>()}}
+              ? ChannelVersions{{branch_channel(node), seen.get<std::int64_t>()}}
               : seen.get<ChannelVersions>();
     }
     r.metadata = data.at("m");

@@ -46,11 +46,8 @@ constexpr char kEmptyBlob = 'e';
 constexpr char kLogEntry = 'm';
 /// The trigger channel of node N is "branch:to:N" (LangGraph's name); records store a node's
 /// versions_seen of just its trigger as the version alone.
-constexpr std::string_view kTriggerPrefix = "branch:to:";
-
 inline bool is_trigger_of(std::string_view channel, std::string_view node) {
-  return channel.size() == kTriggerPrefix.size() + node.size() &&
-         channel.starts_with(kTriggerPrefix) && channel.ends_with(node);
+  return triggered_node(channel) == node;
 }
 
 /// Channel values up to this CBOR size are kept in checkpoint records instead of blobs.

@@ -1,7 +1,7 @@
 // `stategraph threads <op>`: inspect and edit the conversation threads of a RocksDB checkpoint
 // database (the directory RocksDbSaver::open takes).
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
-#include <stategraph/core/detail/persistence.hpp>
+#include <stategraph/core/channels.hpp>
 #include <stategraph/core/error.hpp>
 
 #include <fmt/format.h>
@@ -41,10 +41,9 @@ std::shared_ptr<RocksDbSaver> open_db(const std::string& path) {
 json next_nodes(const Checkpoint& cp) {
   json next = json::array();
   for (const auto& [channel, version] : cp.channel_versions) {
-    if (channel.rfind(detail::kBranchPrefix, 0) == 0)
-      next.push_back(channel.substr(detail::kBranchPrefix.size()));
+    if (const auto node = triggered_node(channel)) next.push_back(std::string(*node));
   }
-  auto sends = cp.channel_values.find(std::string(detail::kTasksChannel));
+  auto sends = cp.channel_values.find(std::string(kTasksChannel));
   if (sends != cp.channel_values.end() && sends->is_array()) {
     for (const auto& send : *sends) next.push_back(send.value("node", std::string("?")));
   }
@@ -68,9 +67,7 @@ json interrupts_of(const CheckpointTuple& t) {
 json state_values(const Checkpoint& cp) {
   json values = json::object();
   for (const auto& [channel, value] : cp.channel_values.items()) {
-    if (channel.rfind("__", 0) == 0 || channel.rfind(detail::kBranchPrefix, 0) == 0 ||
-        channel.rfind(detail::kJoinPrefix, 0) == 0)
-      continue;
+    if (channel.rfind("__", 0) == 0 || is_scheduling_channel(channel)) continue;
     values[channel] = value;
   }
   return values;

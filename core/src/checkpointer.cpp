@@ -7,13 +7,6 @@
 
 namespace sg {
 
-std::optional<int> special_write_index(std::string_view channel) noexcept {
-  if (channel == kErrorChannel) return -1;
-  if (channel == kInterruptChannel) return -3;
-  if (channel == kResumeChannel) return -4;
-  return std::nullopt;
-}
-
 std::string new_checkpoint_id(int step) {
   // UUID version 6: 60 bits of 100 ns ticks since 1582-10-15, most significant first, so ids
   // sort by time; strictly increasing within the process.

@@ -3,6 +3,7 @@
 // The checkpointer interface (LangGraph's BaseCheckpointSaver) and its data. Implementations:
 // sg::InMemorySaver and sg::RocksDbSaver (module sg::checkpoint).
 
+#include <stategraph/core/channels.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 
@@ -105,15 +106,6 @@ enum class Durability : std::uint8_t { sync, async, exit };
 
 /// prune(): keep each namespace's newest checkpoint (with its writes), or delete everything.
 enum class PruneStrategy : std::uint8_t { keep_latest, delete_all };
-
-/// Special write channels: a task's error, interrupts, resume values.
-inline constexpr std::string_view kErrorChannel = "__error__";
-inline constexpr std::string_view kInterruptChannel = "__interrupt__";
-inline constexpr std::string_view kResumeChannel = "__resume__";
-
-/// The write index of a special channel (negative; upserted), or nullopt for a regular channel
-/// (indexed by position; insert-if-absent). LangGraph's WRITES_IDX_MAP.
-[[nodiscard]] std::optional<int> special_write_index(std::string_view channel) noexcept;
 
 /// A new time-ordered checkpoint id (a UUID version 6 string whose clock sequence encodes
 /// `step`), strictly greater than every id made before in this process. Thread-safe.
