@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "async_writer.hpp"
+#include "loop_parts.hpp"
 
 namespace sg::detail {
 
@@ -186,57 +187,10 @@ void ExecutorCore::after_resume(bool time_travel) {
 
 StepsOutcome ExecutorCore::run_steps(bool skip_breakpoint) {
   for (++step_;; ++step_) {
-    check_cancelled();
-    if (step_ > stop_) {
-      throw GraphRecursionError("Recursion limit of " +
-                                std::to_string(shared_->cfg.recursion_limit) +
-                                " reached without hitting a stop condition. You can increase the "
-                                "limit by setting the `recursion_limit` config key.");
-    }
-    prepare_tasks();
-    restore_task_writes();
-    emit_debug_checkpoint();
-    if (tasks_.empty()) break;
-    if (!skip_breakpoint &&
-        (hits(topo_.interrupt_before) || hits_config(shared_->cfg.interrupt_before))) {
-      finish_persisting();
-      return {StepsOutcome::Kind::breakpoint, {}};
-    }
-    skip_breakpoint = false;
-    set_managed_values();
+    if (before_tasks(skip_breakpoint)) return std::move(outcome_);
     execute_tasks();
-    if (auto error = first_error()) {
-      finish_persisting();
-      raise(*error);
-    }
-    bool stopped = false;
-    if (auto pending = collect_interrupts(stopped); stopped) {
-      finish_persisting();
-      return {StepsOutcome::Kind::interrupted, std::move(pending)};
-    }
-    // A node returned Command{.graph = PARENT}: the command leaves this (sub)graph's run.
-    for (Task& t : tasks_) {
-      if (!t.has_output || t.graph.empty()) continue;
-      if (t.graph != PARENT) {
-        throw Error(errc::kInvalidRun, "node '" + name_of(t.node) +
-                                           "' returned a Command for unknown graph '" + t.graph +
-                                           "' (use sg::PARENT)");
-      }
-      raise_parent_command(t);
-    }
-    finish_step();
-    save_step();
-    shared_->resuming_step.store(false, std::memory_order_relaxed);  // tasks start after this
-    resumed_writes_.clear();
-    shared_->null_resume.reset();
-    if (hits(topo_.interrupt_after) || hits_config(shared_->cfg.interrupt_after)) {
-      finish_persisting();
-      prepare_tasks();
-      return {StepsOutcome::Kind::breakpoint, {}};
-    }
+    if (after_tasks()) return std::move(outcome_);
   }
-  finish_persisting(/*finished=*/true);
-  return {};
 }
 
 std::vector<std::string> ExecutorCore::stopped_next(bool breakpoint) const {

@@ -69,7 +69,12 @@ void RunShared::deliver(std::function<void()> delivery) {
     std::lock_guard lock(mu);
     deliveries.push_back(std::move(delivery));
   }
+  notify();
+}
+
+void RunShared::notify() {
   cv.notify_all();
+  if (wake) wake();
 }
 
 }  // namespace sg::detail

@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "async_writer.hpp"
+#include "loop_parts.hpp"
 
 namespace sg::detail {
 
@@ -90,44 +91,28 @@ void ExecutorCore::record_cost(int node, std::chrono::steady_clock::duration too
 }
 
 void ExecutorCore::execute_tasks() {
-  shared_->step_failed.store(false, std::memory_order_relaxed);  // tasks start after this
-  if (streams(StreamMode::debug)) {
-    for (const Task& t : tasks_) emit_debug_start(t);
-  }
-  if (streams(StreamMode::updates)) {
-    // Tasks whose writes were saved before are not run again; their updates are streamed as
-    // cached (LangGraph replays them at the start of the step).
-    for (const Task& t : tasks_) {
-      if (t.restored) emit_task_finished(t, /*replayed=*/true);
-    }
-  }
-  if (writer_) writer_->start_if_due(step_may_be_long());
-  if (tasks_.size() == 1 && !is_timed(tasks_[0])) {
-    if (tasks_[0].restored) return;
-    if (writer_) {
-      const auto began = std::chrono::steady_clock::now();
-      run_task(tasks_[0]);
-      record_cost(tasks_[0].node, std::chrono::steady_clock::now() - began);
-    } else {
-      run_task(tasks_[0]);
-    }
-    emit_task_finished(tasks_[0]);
-    // A task that succeeded alone in its step: its writes go with the step's checkpoint.
-    save_task_outcome(tasks_[0], /*with_checkpoint=*/true);
-    return;
-  }
+  begin_tasks();
+  if (run_single_task()) return;
+  start_batch();
+  wait_for_batch(deliver_promptly_ ? batch_.get() : nullptr);
+  end_batch();
+}
+
+/// Starts the step's tasks: attempts (timed nodes, and coroutine nodes of an asynchronous run)
+/// on their own, the others claimed by the pool and by this thread, which runs what it claims.
+void ExecutorCore::start_batch() {
   claimable_.clear();
-  timed_.clear();
+  attempts_.clear();
   for (std::size_t i = 0; i < tasks_.size(); ++i) {
     if (tasks_[i].restored) continue;
-    if (is_timed(tasks_[i])) {
-      timed_.emplace_back(i);
+    if (is_timed(tasks_[i]) || spawns(tasks_[i])) {
+      attempts_.emplace_back(i);
     } else {
       claimable_.push_back(i);
     }
   }
-  auto batch = std::make_shared<Batch>();
-  batch->count = claimable_.size();
+  batch_ = std::make_shared<Batch>();
+  batch_->count = claimable_.size();
   {
     std::lock_guard lock(shared_->mu);
     shared_->remaining = claimable_.size();
@@ -144,7 +129,7 @@ void ExecutorCore::execute_tasks() {
         std::memory_order_relaxed);
     predicted_ns += cost == kUnknownCost ? kInlineStepBudgetNs : cost;
   }
-  auto post_helpers = [&] {
+  auto post_helpers = [&, batch = batch_] {
     for (std::size_t h = 0; h < helpers; ++h) {
       pool.post([batch, shared = shared_, this] {
         for (std::size_t k = batch->next.fetch_add(1); k < batch->count;
@@ -157,19 +142,21 @@ void ExecutorCore::execute_tasks() {
   };
   // While a stream is read, the calling thread delivers events as tasks finish (LangGraph
   // streams each task's output when it completes) instead of running a task itself; it still
-  // takes tasks the pool does not start (a busy pool cannot stall the run).
-  const bool deliver_promptly = stream_ != nullptr && claimable_.size() > 1;
-  if (deliver_promptly) {
+  // takes tasks the pool does not start (a busy pool cannot stall the run). An asynchronous run
+  // delivers them when its tasks settle.
+  deliver_promptly_ = !async_ && stream_ != nullptr && claimable_.size() > 1;
+  if (deliver_promptly_) {
     helpers = std::min(claimable_.size(), pool.size());
     if (shared_->cfg.max_concurrency > 0) helpers = std::min(helpers, shared_->cfg.max_concurrency);
     post_helpers();
   } else if (predicted_ns >= kInlineStepBudgetNs) {
     post_helpers();
   }
-  for (auto& slot : timed_) start_attempt(slot, 1);
+  for (auto& slot : attempts_) start_attempt(slot, 1);
   const auto began = std::chrono::steady_clock::now();
-  if (!deliver_promptly) {
-    for (std::size_t k = batch->next.fetch_add(1); k < batch->count; k = batch->next.fetch_add(1)) {
+  if (!deliver_promptly_) {
+    for (std::size_t k = batch_->next.fetch_add(1); k < batch_->count;
+         k = batch_->next.fetch_add(1)) {
       run_claimed(k, *shared_);
       drain();
       // Tasks turned out slower than predicted: let the pool take the rest.
@@ -179,8 +166,25 @@ void ExecutorCore::execute_tasks() {
       }
     }
   }
-  wait_for_batch(deliver_promptly ? batch.get() : nullptr);
-  if (!timed_.empty()) release_snapshot();
+}
+
+bool ExecutorCore::batch_settled(std::chrono::steady_clock::time_point& wake) {
+  drain();
+  wake = service_timed();
+  if (shared_->cfg.cancellation.cancelled()) abandon_timed();
+  const bool open =
+      std::any_of(attempts_.begin(), attempts_.end(), [](const AttemptSlot& s) { return !s.done; });
+  std::lock_guard lock(shared_->mu);
+  if (!shared_->deliveries.empty() || !shared_->finished.empty()) {
+    wake = std::chrono::steady_clock::now();
+    return false;
+  }
+  return shared_->remaining == 0 && !open;
+}
+
+void ExecutorCore::end_batch() {
+  batch_.reset();
+  if (!attempts_.empty()) release_snapshot();
 }
 
 /// Runs the k-th claimable task (any thread) and reports it finished. Once `remaining` drops,
@@ -197,7 +201,7 @@ void ExecutorCore::run_claimed(std::size_t k, RunShared& shared) {
     shared.finished.push_back(index);
     --shared.remaining;
   }
-  shared.cv.notify_all();
+  shared.notify();
 }
 
 /// Waits until the batch's claimed tasks and its timed tasks are settled, delivering stream
@@ -228,16 +232,16 @@ void ExecutorCore::wait_for_batch(Batch* help) {
       if (claimed < help->count) wake = std::min(wake, since + kHelpAfter);
     }
     if (shared_->cfg.cancellation.cancelled()) abandon_timed();
-    const bool timed_open =
-        std::any_of(timed_.begin(), timed_.end(), [](const TimedSlot& s) { return !s.done; });
+    const bool attempts_open = std::any_of(attempts_.begin(), attempts_.end(),
+                                           [](const AttemptSlot& s) { return !s.done; });
     std::unique_lock lock(shared_->mu);
     const bool pending = !shared_->deliveries.empty() || !shared_->finished.empty();
-    if (shared_->remaining == 0 && !timed_open && !pending) return;
+    if (shared_->remaining == 0 && !attempts_open && !pending) return;
     if (pending) continue;
     const std::size_t seen = shared_->timed_finished;
     shared_->cv.wait_until(lock, wake, [&] {
       return !shared_->deliveries.empty() || !shared_->finished.empty() ||
-             shared_->timed_finished != seen || (shared_->remaining == 0 && !timed_open);
+             shared_->timed_finished != seen || (shared_->remaining == 0 && !attempts_open);
     });
   }
 }

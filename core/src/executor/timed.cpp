@@ -33,7 +33,7 @@ std::chrono::duration<double> retry_interval(const RetryPolicy& policy, int atte
   return std::chrono::duration<double>(seconds);
 }
 
-void ExecutorCore::TimedSlot::release_worker() {
+void ExecutorCore::AttemptSlot::release_worker() {
   if (!worker.joinable()) return;
   int running = 0;
   if (attempt && !attempt->status.compare_exchange_strong(running, 2) &&
@@ -44,51 +44,67 @@ void ExecutorCore::TimedSlot::release_worker() {
   }
 }
 
+void NodeAttempt::take_parent_command_or_fail(ParentCommand& command) {
+  if (take_parent_command(command)) {
+    returned = true;
+    return;
+  }
+  error = std::make_exception_ptr(
+      Error(errc::kInvalidRun,
+            "a Command to the parent graph with an update needs the parent's state type"));
+}
+
+void NodeAttempt::settle(RunShared& shared) {
+  int running = 0;
+  if (!status.compare_exchange_strong(running, 1)) return;  // abandoned
+  {
+    std::lock_guard lock(shared.mu);
+    ++shared.timed_finished;
+  }
+  shared.notify();
+}
+
 namespace {
 
 /// The body of an attempt's thread: it touches only what it owns.
-void run_attempt(const std::shared_ptr<TimedAttempt>& attempt,
+void run_attempt(const std::shared_ptr<NodeAttempt>& attempt,
                  const std::shared_ptr<RunShared>& shared) {
   try {
     Context ctx(*shared, attempt->info);
     CurrentContextGuard guard(&ctx);
     attempt->call(ctx);
+    attempt->returned = true;
   } catch (GraphInterrupt& gi) {
     attempt->interrupts = std::move(gi.interrupts);
     attempt->interrupted = true;
   } catch (ParentCommand& pc) {
-    if (!attempt->take_parent_command(pc)) {
-      attempt->error = std::make_exception_ptr(
-          Error(errc::kInvalidRun,
-                "a Command to the parent graph with an update needs the parent's state type"));
-    }
+    attempt->take_parent_command_or_fail(pc);
   } catch (...) {
     attempt->error = std::current_exception();
   }
-  int running = 0;
-  if (attempt->status.compare_exchange_strong(running, 1)) {
-    {
-      std::lock_guard lock(shared->mu);
-      ++shared->timed_finished;
-    }
-    shared->cv.notify_all();
-  }
+  attempt->settle(*shared);
 }
 
 }  // namespace
 
-void ExecutorCore::start_attempt(TimedSlot& slot, int attempt_no) {
+void ExecutorCore::start_attempt(AttemptSlot& slot, int attempt_no) {
   Task& t = tasks_[slot.task];
-  std::shared_ptr<TimedAttempt> attempt = make_attempt(t);
+  std::shared_ptr<NodeAttempt> attempt = make_attempt(t);
   attempt->arg = t.arg;
   attempt->info = t.info;
   attempt->info.attempt = attempt_no;
-  attempt->deadline = std::chrono::steady_clock::now() +
-                      graph_->node_options[static_cast<std::size_t>(t.node)].timeout;
+  if (is_timed(t)) {
+    attempt->deadline = std::chrono::steady_clock::now() +
+                        graph_->node_options[static_cast<std::size_t>(t.node)].timeout;
+  }
   slot.release_worker();
   slot.attempt = attempt;
   slot.attempt_no = attempt_no;
   slot.retry_at.reset();
+  if (spawns(t)) {
+    spawn_attempt(attempt);
+    return;
+  }
   // A thread of its own: an abandoned attempt that never returns must not hold a pool thread
   // that other runs need. The attempt keeps the graph alive.
   slot.worker = std::thread([attempt, shared = shared_] { run_attempt(attempt, shared); });
@@ -99,7 +115,7 @@ void ExecutorCore::start_attempt(TimedSlot& slot, int attempt_no) {
 std::chrono::steady_clock::time_point ExecutorCore::service_timed() {
   const auto now = std::chrono::steady_clock::now();
   auto wake = now + std::chrono::milliseconds(50);
-  for (auto& slot : timed_) {
+  for (auto& slot : attempts_) {
     if (slot.done) continue;
     Task& t = tasks_[slot.task];
     const NodeOptions& options = graph_->node_options[static_cast<std::size_t>(t.node)];
@@ -129,7 +145,9 @@ std::chrono::steady_clock::time_point ExecutorCore::service_timed() {
         t.ran = true;
         slot.done = true;
         emit_task_finished(t);
-        save_task_outcome(t);
+        // A coroutine task alone in its step: its writes go with the step's checkpoint, as a
+        // task that runs inline.
+        save_task_outcome(t, /*with_checkpoint=*/tasks_.size() == 1 && !is_timed(t));
         continue;
       }
       error = a.error;
@@ -163,8 +181,9 @@ std::chrono::steady_clock::time_point ExecutorCore::service_timed() {
 }
 
 void ExecutorCore::abandon_timed() {
-  for (auto& slot : timed_) {
-    if (slot.done) continue;
+  for (auto& slot : attempts_) {
+    // Coroutine nodes without a timeout finish, as tasks on the pool do.
+    if (slot.done || !is_timed(tasks_[slot.task])) continue;
     slot.release_worker();
     tasks_[slot.task].error = std::make_exception_ptr(CancelledError());
     slot.done = true;

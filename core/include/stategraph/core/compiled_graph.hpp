@@ -26,6 +26,11 @@ class CompiledGraph;
 template <State S>
 class StateGraph;
 
+namespace detail {
+template <State S>
+struct AsyncRuns;  // ainvoke and astream: <stategraph/core/async.hpp>
+}  // namespace detail
+
 /// A lazily consumed event stream: iterate it (`for (auto& event : app.stream(...))`); the
 /// graph runs on a background thread. After the loop, result() holds the run's outcome; an error
 /// of the run is rethrown by the iteration (at its end) and by result(). Destroying the stream
@@ -157,12 +162,7 @@ class CompiledGraph {
   /// ids to values; the interrupted nodes run again from the start), `update` is applied to the
   /// state, `go_to` adds nodes to run. Throws like invoke, and sg::Error without a checkpointer.
   RunResult<S> invoke(Command<S> input, const RunConfig& config = {}) const {
-    if (!def_->options.checkpointer) {
-      if (input.resume)
-        throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
-      throw Error(errc::kInvalidRun,
-                  "a Command as graph input needs a checkpointer (it continues a thread)");
-    }
+    require_checkpointer(input);
     return run(command_request(std::move(input)), config, nullptr);
   }
 
@@ -196,6 +196,50 @@ class CompiledGraph {
   RunResult<S> stream(std::nullopt_t, const RunConfig& config, StreamModes modes,
                       std::function<void(const StreamEvent<S>&)> on_event) const {
     return run_stream(detail::RunRequest<S>{}, config, modes, std::move(on_event));
+  }
+
+  /// `co_await app.ainvoke(input, config)`: invoke as a coroutine on the caller's executor
+  /// (include <stategraph/core/async.hpp>). The run happens on a strand of that executor;
+  /// coroutine nodes wait without holding a thread. Same semantics and errors as invoke; a run
+  /// called from a node does not become its subgraph (pass the config).
+  template <class Async = detail::AsyncRuns<S>>
+  auto ainvoke(Update<S> input) const {
+    return ainvoke<Async>(std::move(input), RunConfig());
+  }
+  template <class Async = detail::AsyncRuns<S>>
+  auto ainvoke(Update<S> input, RunConfig config) const {
+    detail::RunRequest<S> request;
+    request.input = std::move(input);
+    return Async::run(def_, std::move(request), std::move(config), StreamModes(), nullptr);
+  }
+  /// ... continuing the thread with a Command (see invoke(Command)).
+  template <class Async = detail::AsyncRuns<S>>
+  auto ainvoke(Command<S> input, RunConfig config) const {
+    require_checkpointer(input);
+    return Async::run(def_, command_request(std::move(input)), std::move(config), StreamModes(),
+                      nullptr);
+  }
+  /// ... continuing the thread without input (LangGraph's `ainvoke(None, config)`).
+  template <class Async = detail::AsyncRuns<S>>
+  auto ainvoke(std::nullopt_t, RunConfig config) const {
+    return Async::run(def_, detail::RunRequest<S>(), std::move(config), StreamModes(), nullptr);
+  }
+
+  /// `co_await app.astream(input, config, modes, on_event)`: ainvoke that calls `on_event` for
+  /// each event of `modes`, in order, on the run's strand (see stream()).
+  template <class Async = detail::AsyncRuns<S>>
+  auto astream(Update<S> input, RunConfig config, StreamModes modes,
+               std::function<void(const StreamEvent<S>&)> on_event) const {
+    detail::RunRequest<S> request;
+    request.input = std::move(input);
+    return Async::run(def_, std::move(request), std::move(config), modes, std::move(on_event));
+  }
+  template <class Async = detail::AsyncRuns<S>>
+  auto astream(Command<S> input, RunConfig config, StreamModes modes,
+               std::function<void(const StreamEvent<S>&)> on_event) const {
+    require_checkpointer(input);
+    return Async::run(def_, command_request(std::move(input)), std::move(config), modes,
+                      std::move(on_event));
   }
 
   /// The state of `config.thread_id` at its latest checkpoint (or `config.checkpoint_id`): values,
@@ -344,6 +388,14 @@ class CompiledGraph {
       throw Error(errc::kInvalidRun, "this graph was compiled without a checkpointer");
     }
     return def_->options.checkpointer.get();
+  }
+
+  void require_checkpointer(const Command<S>& input) const {
+    if (def_->options.checkpointer) return;
+    if (input.resume)
+      throw Error(errc::kInvalidRun, "Cannot use Command(resume=...) without checkpointer");
+    throw Error(errc::kInvalidRun,
+                "a Command as graph input needs a checkpointer (it continues a thread)");
   }
 
   static detail::RunRequest<S> command_request(Command<S>&& input) {

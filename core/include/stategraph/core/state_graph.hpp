@@ -70,7 +70,9 @@ requires(!std::is_same_v<std::remove_cvref_t<A>, S>) struct NodeInput<S, R (*)(A
 }  // namespace detail
 
 /// A node before it is added: any callable taking the state (or a Send argument), optionally
-/// with a Context, returning Update<S>, Command<S> or void. Used by add_sequence.
+/// with a Context, returning Update<S>, Command<S>, std::vector<Command<S>> or void, or a
+/// coroutine returning boost::asio::awaitable of one of those (include
+/// <stategraph/core/async.hpp>). Used by add_sequence.
 template <State S>
 class Node {
  public:
@@ -79,15 +81,24 @@ class Node {
     using In = typename detail::NodeInput<S, std::decay_t<F>>::type;
     returns_command_ = detail::returns_command<S, In, std::decay_t<F>>();
     send_only_ = !std::is_same_v<In, S>;
-    make_ = [fn = std::move(fn)](std::string name) {
-      return detail::make_node_function<S, In>(fn, std::move(name));
-    };
+    if constexpr (detail::kCoroutineNode<In, std::decay_t<F>>) {
+      // A coroutine node: CoroutineNodes is incomplete unless <stategraph/core/async.hpp> is
+      // included.
+      make_async_ = [fn = std::move(fn)](std::string name) {
+        return detail::CoroutineNodes<std::decay_t<F>>::template make<S, In>(fn, std::move(name));
+      };
+    } else {
+      make_ = [fn = std::move(fn)](std::string name) {
+        return detail::make_node_function<S, In>(fn, std::move(name));
+      };
+    }
     read_arg_ = detail::make_arg_reader<S, In>();
   }
 
  private:
   friend class StateGraph<S>;
   std::function<detail::NodeFunction<S>(std::string)> make_;
+  std::function<detail::AsyncNodeFunction<S>(std::string)> make_async_;
   detail::ArgReader read_arg_;
   bool returns_command_ = false;
   bool send_only_ = false;
@@ -206,7 +217,9 @@ class StateGraph {
                                  "`: RetryPolicy::max_attempts must be at least 1");
     }
     spec_.nodes.push_back({name, node.returns_command_, options.destinations, node.send_only_});
-    nodes_.push_back({node.make_(name), std::move(options), node.read_arg_});
+    nodes_.push_back({node.make_ ? node.make_(name) : detail::NodeFunction<S>{},
+                      node.make_async_ ? node.make_async_(name) : detail::AsyncNodeFunction<S>{},
+                      std::move(options), node.read_arg_});
   }
 
   StateGraph& add_join(std::vector<std::string> from, std::string_view to) {
@@ -237,6 +250,8 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
   def->topo = detail::compile_topology(spec_, options.interrupt_before, options.interrupt_after);
   for (const auto& node : nodes_) {
     def->fns.push_back(node.fn);
+    def->async_fns.push_back(node.async_fn);
+    def->coroutine.push_back(static_cast<bool>(node.async_fn));
     def->node_options.push_back(node.options);
     def->arg_readers.push_back(node.read_arg);
   }

@@ -41,6 +41,13 @@ class Executor final : public ExecutorCore {
 
   /// Runs the graph: from new input, or (with a checkpointer) continuing the thread's checkpoint.
   RunResult<S> run(RunRequest<S>&& request) {
+    const bool skip_breakpoint = begin(std::move(request));
+    return finish(run_steps(skip_breakpoint));
+  }
+
+  /// A run up to its first superstep: loads the thread, applies the input (the START step) or
+  /// what a Command resumes with. Returns whether the first step skips its breakpoint.
+  bool begin(RunRequest<S>&& request) {
     const bool loaded = load_thread(request.load_before);
     if (saver_ && request.load_before) request.continue_saved = false;
     if (request.continue_saved && loaded) request.input.reset();
@@ -74,7 +81,11 @@ class Executor final : public ExecutorCore {
       // changed since the last interrupt).
       skip_breakpoint = true;
     }
-    StepsOutcome outcome = run_steps(skip_breakpoint);
+    return skip_breakpoint;
+  }
+
+  /// The result of a run whose supersteps ended with `outcome`.
+  RunResult<S> finish(StepsOutcome&& outcome) {
     RunResult<S> result;
     if (outcome.kind == StepsOutcome::Kind::finished) {
       remember_finished();
@@ -228,7 +239,7 @@ class Executor final : public ExecutorCore {
   }
 
   /// Sets a task's output from a node's Command.
-  void set_output(Task& t, Command<S>&& command) {
+  [[gnu::always_inline]] void set_output(Task& t, Command<S>&& command) {
     Output& o = out(t);
     o.update = std::move(command.update);
     o.pushed.clear();
@@ -269,8 +280,8 @@ class Executor final : public ExecutorCore {
     }
   }
 
-  /// A timed attempt: the node runs on its own snapshot of the step's state.
-  struct Attempt final : TimedAttempt {
+  /// An attempt apart from the loop: the node runs on its own snapshot of the step's state.
+  struct Attempt final : NodeAttempt {
     std::shared_ptr<const GraphDef<S>> def;
     std::shared_ptr<const S> snapshot;
     int node = 0;
@@ -278,7 +289,17 @@ class Executor final : public ExecutorCore {
 
     void call(Context& ctx) override {
       TaskInput<S> input{snapshot.get(), arg.has_value() ? &arg : nullptr};
-      output.emplace(def->fns[static_cast<std::size_t>(node)](input, ctx));
+      const auto n = static_cast<std::size_t>(node);
+      if (def->coroutine[n]) {
+        run_blocking(start(ctx));
+      } else {
+        output.emplace(def->fns[n](input, ctx));
+      }
+    }
+    AsyncCall start(Context& ctx) override {
+      TaskInput<S> input{snapshot.get(), arg.has_value() ? &arg : nullptr};
+      output.emplace();
+      return def->async_fns[static_cast<std::size_t>(node)](input, ctx, *output);
     }
     bool take_parent_command(ParentCommand& pc) override {
       if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
@@ -296,8 +317,20 @@ class Executor final : public ExecutorCore {
 
   void call_node(Task& t, Context& ctx) override {
     TaskInput<S> input{&state_, t.arg.has_value() ? &t.arg : nullptr};
-    set_output(t, def_->fns[static_cast<std::size_t>(t.node)](input, ctx));
+    const auto node = static_cast<std::size_t>(t.node);
+    if (def_->coroutine[node]) {
+      call_coroutine_node(t, input, ctx);
+    } else {
+      set_output(t, def_->fns[node](input, ctx));
+    }
     collect_extras(t, t.info);
+  }
+
+  /// A coroutine node in a synchronous run: runs to its end on this thread.
+  [[gnu::noinline]] void call_coroutine_node(Task& t, const TaskInput<S>& input, Context& ctx) {
+    Command<S> command;
+    run_blocking(def_->async_fns[static_cast<std::size_t>(t.node)](input, ctx, command));
+    set_output(t, std::move(command));
   }
 
   bool take_parent_command(Task& t, ParentCommand& pc) override {
@@ -311,7 +344,7 @@ class Executor final : public ExecutorCore {
     return true;
   }
 
-  std::shared_ptr<TimedAttempt> make_attempt(const Task& t) override {
+  std::shared_ptr<NodeAttempt> make_attempt(const Task& t) override {
     if (!snapshot_) snapshot_ = std::make_shared<const S>(state_);
     auto attempt = std::make_shared<Attempt>();
     attempt->def = def_;
@@ -320,9 +353,9 @@ class Executor final : public ExecutorCore {
     return attempt;
   }
 
-  void take_attempt_output(Task& t, TimedAttempt& attempt) override {
+  void take_attempt_output(Task& t, NodeAttempt& attempt) override {
     auto& a = static_cast<Attempt&>(attempt);
-    if (!a.output) return;
+    if (!a.returned || !a.output) return;
     set_output(t, std::move(*a.output));
     collect_extras(t, a.info);
   }

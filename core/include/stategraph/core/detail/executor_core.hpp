@@ -40,6 +40,8 @@
 namespace sg::detail {
 
 class AsyncWriter;
+struct AsyncState;  // an asynchronous run's strand and timer (core/src/executor/async.cpp)
+struct AsyncLoop;
 
 inline constexpr std::uint32_t kUnknownCost = 0xFFFFFFFFu;
 /// Below this predicted total, a step's tasks run on the calling thread: handing them to pool
@@ -58,6 +60,7 @@ struct GraphCore {
   Topology topo;
   std::vector<NodeOptions> node_options;  // by node id
   std::vector<ArgReader> arg_readers;     // by node id: rebuild a Send argument from JSON
+  std::vector<bool> coroutine;            // by node id: a coroutine node
   CompileOptions options;
   std::shared_ptr<ThreadPool> pool;
   /// Recent run time of each node in a multi-task superstep (ns, moving average; kUnknownCost
@@ -150,6 +153,10 @@ struct RunShared final : RunHooks {
   void forward_event(ForeignEvent&& event) override;
   /// Runs `delivery` now on the orchestrator thread, else queues it for drain().
   void deliver(std::function<void()> delivery);
+  /// Wakes the run waiting for its tasks (any thread).
+  void notify();
+  /// An asynchronous run's way to wake its loop (set before tasks start).
+  std::function<void()> wake;
 };
 
 /// The claim counter of one multi-task superstep; helper threads keep it alive.
@@ -176,12 +183,16 @@ struct Task {
   bool interrupted = false;  // it stopped with interrupts (none: a subgraph's breakpoint)
 };
 
-/// One attempt of a node with a timeout: it owns its input, so it can be abandoned. The typed
-/// part (the state snapshot, the output) is in the derived class.
-struct TimedAttempt {
-  virtual ~TimedAttempt() = default;
-  /// Runs the node (any thread) and keeps its output.
+/// One attempt of a node that runs apart from the run's loop: a node with a timeout (on a thread
+/// of its own) or a coroutine node of an asynchronous run (on the run's strand). It owns its
+/// input, so it can be abandoned. The typed part (the state snapshot, the output) is in the
+/// derived class.
+struct NodeAttempt {
+  virtual ~NodeAttempt() = default;
+  /// Runs the node to its end (any thread) and keeps its output.
   virtual void call(Context& ctx) = 0;
+  /// Starts a coroutine node, whose coroutine keeps its output.
+  virtual AsyncCall start(Context& ctx) = 0;
   /// Takes the Command a subgraph sent to this node's graph; false when it carries an update of
   /// another state type.
   virtual bool take_parent_command(ParentCommand& command) = 0;
@@ -192,7 +203,13 @@ struct TimedAttempt {
   std::exception_ptr error;
   std::vector<Interrupt> interrupts;
   bool interrupted = false;
-  std::chrono::steady_clock::time_point deadline;
+  bool returned = false;  // the node returned: its output is kept
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+
+  /// Keeps the Command a subgraph sent to this node's graph, or fails the attempt.
+  void take_parent_command_or_fail(ParentCommand& command);
+  /// The attempt ended: finished (unless abandoned), and the run woken.
+  void settle(RunShared& shared);
 };
 
 /// A task's or an update's writes as saved: (channel, value) in order.
@@ -210,6 +227,10 @@ class ExecutorCore {
  public:
   ExecutorCore(const ExecutorCore&) = delete;
   ExecutorCore& operator=(const ExecutorCore&) = delete;
+
+  /// Runs a started coroutine node to its end on the calling thread (a coroutine node in a
+  /// synchronous run). Rethrows what it threw.
+  static void run_blocking(AsyncCall&& call);
 
  protected:
   /// `fields`: the state's field names, in schema order (they outlive the executor).
@@ -233,6 +254,10 @@ class ExecutorCore {
   void after_resume(bool time_travel);
   /// The supersteps, until the graph finishes or stops.
   StepsOutcome run_steps(bool skip_breakpoint);
+  /// A superstep before its tasks run; true when the run ends or stops here (see outcome_).
+  bool before_tasks(bool& skip_breakpoint);
+  /// A superstep after its tasks ran; true when the run ends or stops here (see outcome_).
+  bool after_tasks();
   /// The nodes a stopped run would run next (breakpoint: all of this step's; else those that
   /// did not finish).
   [[nodiscard]] std::vector<std::string> stopped_next(bool breakpoint) const;
@@ -288,6 +313,20 @@ class ExecutorCore {
   [[nodiscard]] bool step_may_be_long() const;
   void record_cost(int node, std::chrono::steady_clock::duration took);
   void execute_tasks();
+  /// execute_tasks in parts (an asynchronous run waits between start_batch and end_batch):
+  void begin_tasks();
+  /// Runs a step's only task on this thread when it can; false otherwise.
+  bool run_single_task();
+  void start_batch();
+  /// Whether the batch's tasks are all settled; if not, when to look again.
+  bool batch_settled(std::chrono::steady_clock::time_point& wake);
+  void end_batch();
+  /// Whether task `t` is spawned on the run's strand (a coroutine node of an asynchronous run).
+  [[nodiscard]] bool spawns(const Task& t) const {
+    return async_ && graph_->coroutine[static_cast<std::size_t>(t.node)];
+  }
+  /// Spawns an attempt of a coroutine node on the run's strand (async.cpp).
+  void spawn_attempt(const std::shared_ptr<NodeAttempt>& attempt);
   void run_claimed(std::size_t k, RunShared& shared);
   void wait_for_batch(Batch* help = nullptr);
   void drain();
@@ -301,17 +340,17 @@ class ExecutorCore {
   }
   std::optional<std::size_t> first_error_now();
   [[noreturn]] void raise(std::size_t index);
-  /// The interrupts of the step's tasks; `any` tells whether a task was interrupted (a
-  /// subgraph's breakpoint interrupts its node without an interrupt value).
-  std::vector<Interrupt> collect_interrupts(bool& any) {
-    any = std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.interrupted; });
-    return any ? interrupts_of_step() : std::vector<Interrupt>{};
+  /// Whether a task of the step was interrupted (a subgraph's breakpoint interrupts its node
+  /// without an interrupt value).
+  [[nodiscard]] bool any_interrupted() const {
+    return std::any_of(tasks_.begin(), tasks_.end(), [](const Task& t) { return t.interrupted; });
   }
+  /// The interrupts of the step's tasks, in task order.
   [[nodiscard]] std::vector<Interrupt> interrupts_of_step() const;
 
   // ---------------------------------------------------------------- timeouts (timed.cpp)
-  struct TimedSlot;
-  void start_attempt(TimedSlot& slot, int attempt_no);
+  struct AttemptSlot;
+  void start_attempt(AttemptSlot& slot, int attempt_no);
   std::chrono::steady_clock::time_point service_timed();
   void abandon_timed();
 
@@ -382,9 +421,9 @@ class ExecutorCore {
   /// update of another state type.
   virtual bool take_parent_command(Task& t, ParentCommand& command) = 0;
   /// A timed attempt of `t` on a snapshot of the step's state.
-  virtual std::shared_ptr<TimedAttempt> make_attempt(const Task& t) = 0;
+  virtual std::shared_ptr<NodeAttempt> make_attempt(const Task& t) = 0;
   /// Moves a finished attempt's output into `t`. Throws sg::Error like call_node.
-  virtual void take_attempt_output(Task& t, TimedAttempt& attempt) = 0;
+  virtual void take_attempt_output(Task& t, NodeAttempt& attempt) = 0;
   /// Drops the step's state snapshot of timed attempts.
   virtual void release_snapshot() noexcept = 0;
   /// Throws ParentCommand with `t`'s Command.
@@ -455,7 +494,11 @@ class ExecutorCore {
   std::vector<PendingSend> next_push_;
   std::vector<std::vector<char>> join_marks_;
   std::vector<std::size_t> claimable_;
-  std::vector<TimedSlot> timed_;
+  std::shared_ptr<Batch> batch_;  // the step's claimable tasks
+  bool deliver_promptly_ = false;
+  std::shared_ptr<AsyncState> async_;  // an asynchronous run's (see spawns())
+  StepsOutcome outcome_;               // how the supersteps ended (before_tasks, after_tasks)
+  std::vector<AttemptSlot> attempts_;
   std::vector<char> changed_;  // per field: written since the last checkpoint
 
   // Persistence (with a checkpointer).
@@ -481,23 +524,25 @@ class ExecutorCore {
   std::vector<std::tuple<std::string, std::string, ChannelWrites>> exit_writes_;
   std::optional<nlohmann::json> start_input_;    // the input an input checkpoint stores
   std::optional<nlohmann::json> pending_start_;  // a stored input START has not applied yet
+
+  friend struct AsyncLoop;
 };
 
 /// A timed task of the current step. A finished attempt's thread is joined, so nothing it holds
 /// (the graph, its checkpointer) is released on it after the run returns; an abandoned attempt's
 /// thread is detached.
-struct ExecutorCore::TimedSlot {
+struct ExecutorCore::AttemptSlot {
   std::size_t task;
-  std::shared_ptr<TimedAttempt> attempt{};
+  std::shared_ptr<NodeAttempt> attempt{};
   int attempt_no = 0;
   std::optional<std::chrono::steady_clock::time_point> retry_at{};
   bool done = false;
   std::thread worker{};
 
-  explicit TimedSlot(std::size_t task_index) : task(task_index) {}
-  TimedSlot(TimedSlot&&) noexcept = default;
-  TimedSlot& operator=(TimedSlot&&) = delete;
-  ~TimedSlot() { release_worker(); }
+  explicit AttemptSlot(std::size_t task_index) : task(task_index) {}
+  AttemptSlot(AttemptSlot&&) noexcept = default;
+  AttemptSlot& operator=(AttemptSlot&&) = delete;
+  ~AttemptSlot() { release_worker(); }
 
   /// Joins the attempt's thread when it finished, otherwise abandons and detaches it.
   void release_worker();

@@ -21,6 +21,7 @@ namespace sg::detail {
 template <State S>
 struct NodeEntry {
   NodeFunction<S> fn;
+  AsyncNodeFunction<S> async_fn;  // instead of fn for a coroutine node
   NodeOptions options;
   ArgReader read_arg;  // rebuilds a Send argument from a checkpoint
 };
@@ -39,8 +40,9 @@ struct FinishedThread {
 /// A compiled graph's immutable data, shared by its runs (and by abandoned timed-out tasks).
 template <State S>
 struct GraphDef : GraphCore {
-  std::vector<NodeFunction<S>> fns;  // by node id
-  std::vector<Router<S>> routers;    // by branch index
+  std::vector<NodeFunction<S>> fns;             // by node id
+  std::vector<AsyncNodeFunction<S>> async_fns;  // by node id: coroutine nodes
+  std::vector<Router<S>> routers;               // by branch index
   /// Threads recently finished by runs with options.checkpointer (CompileOptions::recent_threads).
   std::unique_ptr<RecentThreads<FinishedThread<S>>> recent;
   /// The compiled graphs added as nodes (same state type; by node name), and the names of those

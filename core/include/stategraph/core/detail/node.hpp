@@ -8,12 +8,30 @@
 #include <any>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <typeinfo>
 #include <vector>
 
+namespace boost::asio {
+template <typename T, typename Executor>
+class awaitable;  // <boost/asio/awaitable.hpp>; only coroutine nodes need the definition
+}  // namespace boost::asio
+
 namespace sg::detail {
+
+/// T of boost::asio::awaitable<T>: what a coroutine node returns.
+template <class A>
+struct AwaitableValue {
+  static constexpr bool value = false;
+  using type = void;
+};
+template <class T, class E>
+struct AwaitableValue<boost::asio::awaitable<T, E>> {
+  static constexpr bool value = true;
+  using type = T;
+};
 
 /// What a task runs on: the step's state, or the argument of the Send that started it.
 template <State S>
@@ -25,6 +43,25 @@ struct TaskInput {
 /// A node, type-erased: every node returns a Command (an Update is a Command with no goto).
 template <State S>
 using NodeFunction = std::function<Command<S>(const TaskInput<S>&, Context&)>;
+
+/// A started coroutine node, type-erased (detail/async_call.hpp holds the coroutine).
+struct AsyncCall {
+  struct Impl {
+    virtual ~Impl() = default;
+  };
+  explicit AsyncCall(std::unique_ptr<Impl> i) noexcept : impl(std::move(i)) {}
+  std::unique_ptr<Impl> impl;
+};
+
+/// A coroutine node, type-erased: starts the node on (input, ctx); the coroutine stores what the
+/// node returned in `out`.
+template <State S>
+using AsyncNodeFunction = std::function<AsyncCall(const TaskInput<S>&, Context&, Command<S>&)>;
+
+/// Makes the AsyncNodeFunction of a coroutine node F: defined in <stategraph/core/async.hpp>,
+/// which a file adding a coroutine node must include.
+template <class F>
+struct CoroutineNodes;
 
 /// Rebuilds a node's Send argument from a checkpoint.
 using ArgReader = std::function<std::any(const nlohmann::json&)>;
@@ -131,12 +168,24 @@ NodeFunction<S> make_node_function(F fn, std::string node_name) {
   };
 }
 
-/// True when the callable returns a Command.
+/// What the callable returns (for a coroutine node: what its awaitable gives).
+template <class In, class F>
+using NodeResult = std::remove_cvref_t<decltype(call_with_context(
+    std::declval<const F&>(), std::declval<const In&>(), std::declval<Context&>()))>;
+
+/// True when the callable is a coroutine node (returns boost::asio::awaitable<...>).
+template <class In, class F>
+inline constexpr bool kCoroutineNode = AwaitableValue<NodeResult<In, F>>::value;
+
+/// True when the callable returns a Command (or a coroutine node's awaitable gives one).
 template <State S, class In, class F>
 constexpr bool returns_command() {
-  using R = decltype(call_with_context(std::declval<const F&>(), std::declval<const In&>(),
-                                       std::declval<Context&>()));
-  return IsCommand<std::remove_cvref_t<R>>::value;
+  using R = NodeResult<In, F>;
+  if constexpr (AwaitableValue<R>::value) {
+    return IsCommand<std::remove_cvref_t<typename AwaitableValue<R>::type>>::value;
+  } else {
+    return IsCommand<R>::value;
+  }
 }
 
 /// Appends what a router returned to `out`.

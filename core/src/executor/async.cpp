@@ -1,0 +1,111 @@
+// Asynchronous runs: the superstep loop as a coroutine on the run's strand, coroutine nodes
+// spawned on it, and coroutine nodes run to completion in a synchronous run.
+
+#include <stategraph/core/detail/async_call.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
+#include "loop_parts.hpp"
+
+namespace sg::detail {
+
+/// What an asynchronous run adds to its executor: the strand it runs on, and the timer its loop
+/// waits on (cancelled to wake it).
+struct AsyncState {
+  boost::asio::any_io_executor strand;
+  std::shared_ptr<boost::asio::steady_timer> timer;
+};
+
+struct AsyncLoop {
+  static boost::asio::awaitable<StepsOutcome> run_steps(ExecutorCore& core, bool skip_breakpoint) {
+    for (++core.step_;; ++core.step_) {
+      if (core.before_tasks(skip_breakpoint)) co_return std::move(core.outcome_);
+      co_await execute(core);
+      if (core.after_tasks()) co_return std::move(core.outcome_);
+    }
+  }
+
+  /// The step's tasks: plain ones as in a synchronous run (inline or on the pool), coroutine
+  /// nodes spawned on the strand; then waits, without holding the thread, until all settled.
+  static boost::asio::awaitable<void> execute(ExecutorCore& core) {
+    core.begin_tasks();
+    if (core.run_single_task()) co_return;
+    core.start_batch();
+    AsyncState& state = *core.async_;
+    for (;;) {
+      auto wake = std::chrono::steady_clock::now();
+      if (core.batch_settled(wake)) break;
+      state.timer->expires_at(wake);
+      boost::system::error_code ec;  // cancelled: woken up
+      auto token = boost::asio::redirect_error(boost::asio::use_awaitable, ec);
+      co_await state.timer->async_wait(token);
+    }
+    core.end_batch();
+  }
+
+  static void enable(ExecutorCore& core, const boost::asio::any_io_executor& strand);
+
+  /// One attempt of a coroutine node, on the strand.
+  static boost::asio::awaitable<void> run_attempt(std::shared_ptr<NodeAttempt> attempt,
+                                                  std::shared_ptr<RunShared> shared) {
+    try {
+      Context ctx(*shared, attempt->info);
+      AsyncCall call = attempt->start(ctx);
+      co_await take_work(call);
+      attempt->returned = true;
+    } catch (GraphInterrupt& gi) {
+      attempt->interrupts = std::move(gi.interrupts);
+      attempt->interrupted = true;
+    } catch (ParentCommand& pc) {
+      attempt->take_parent_command_or_fail(pc);
+    } catch (...) {
+      attempt->error = std::current_exception();
+    }
+    attempt->settle(*shared);
+  }
+};
+
+void enable_async(ExecutorCore& core, const boost::asio::any_io_executor& strand) {
+  AsyncLoop::enable(core, strand);
+}
+
+void AsyncLoop::enable(ExecutorCore& core, const boost::asio::any_io_executor& strand) {
+  auto state = std::make_shared<AsyncState>();
+  state->strand = strand;
+  state->timer = std::make_shared<boost::asio::steady_timer>(strand);
+  // Every stream delivery from a node queues and wakes the loop (the strand may move between
+  // threads, so no thread is the orchestrator).
+  core.shared_->orchestrator = std::thread::id();
+  std::weak_ptr<boost::asio::steady_timer> timer = state->timer;
+  core.shared_->wake = [strand, timer] {
+    boost::asio::post(strand, [timer] {
+      if (auto t = timer.lock()) t->cancel();
+    });
+  };
+  core.async_ = std::move(state);
+}
+
+boost::asio::awaitable<StepsOutcome> run_steps_async(ExecutorCore& core, bool skip_breakpoint) {
+  return AsyncLoop::run_steps(core, skip_breakpoint);
+}
+
+void ExecutorCore::spawn_attempt(const std::shared_ptr<NodeAttempt>& attempt) {
+  boost::asio::co_spawn(async_->strand, AsyncLoop::run_attempt(attempt, shared_),
+                        boost::asio::detached);
+}
+
+void ExecutorCore::run_blocking(AsyncCall&& call) {
+  boost::asio::io_context io;
+  std::exception_ptr error;
+  boost::asio::co_spawn(io, take_work(call), [&error](std::exception_ptr e) { error = e; });
+  io.run();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace sg::detail

@@ -1,0 +1,382 @@
+// Async runs: coroutine nodes, ainvoke and astream on Boost.Asio. Each behaviour runs in both
+// forms (invoke / ainvoke) and must give the same result, the same events and the same
+// checkpoints.
+#include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/core/async.hpp>
+#include <stategraph/stategraph.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/use_future.hpp>
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
+
+namespace asio = boost::asio;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct AsyncLog {
+  std::vector<std::string> items{};
+  int count = 0;
+  static constexpr auto schema() {
+    return std::tuple{sg::field<"items">(&AsyncLog::items, sg::concat),
+                      sg::field<"count">(&AsyncLog::count)};
+  }
+};
+
+sg::Update<AsyncLog> item(std::string name) {
+  return sg::set<&AsyncLog::items>(std::move(name));
+}
+
+asio::awaitable<void> sleep_for(std::chrono::milliseconds d) {
+  auto executor = co_await asio::this_coro::executor;
+  asio::steady_timer timer(executor, d);
+  co_await timer.async_wait(asio::use_awaitable);
+}
+
+enum class Form { sync, async };
+
+/// Runs invoke or ainvoke of `input` (ainvoke on a fresh io_context). `returned`: when the run
+/// returned or threw (io_context::run also waits for abandoned coroutine nodes).
+template <class S, class Input>
+sg::RunResult<S> run_in(Form form, const sg::CompiledGraph<S>& app, Input input,
+                        const sg::RunConfig& config,
+                        std::chrono::steady_clock::time_point* returned = nullptr) {
+  if (form == Form::sync) {
+    struct Stamp {
+      std::chrono::steady_clock::time_point* at;
+      ~Stamp() {
+        if (at) *at = std::chrono::steady_clock::now();
+      }
+    } stamp{returned};
+    return app.invoke(std::move(input), config);
+  }
+  asio::io_context io;
+  std::optional<sg::RunResult<S>> out;
+  std::exception_ptr error;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        try {
+          sg::RunResult<S> r = co_await app.ainvoke(std::move(input), config);
+          out = std::move(r);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        if (returned) *returned = std::chrono::steady_clock::now();
+      },
+      asio::detached);
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return std::move(*out);
+}
+
+/// A coroutine node that waits, then appends `name`.
+auto waiting(std::string name, std::chrono::milliseconds d) {
+  return [name, d](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+    co_await sleep_for(d);
+    co_return item(name);
+  };
+}
+
+std::vector<std::string> history_sources(const sg::CompiledGraph<AsyncLog>& app,
+                                         const sg::RunConfig& config) {
+  std::vector<std::string> out;
+  for (const auto& s : app.get_state_history(config))
+    out.push_back(s.metadata.value("source", std::string()) + ":" +
+                  std::to_string(s.metadata.value("step", -9)) + ":" +
+                  std::to_string(s.values.items.size()));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a coroutine node runs in invoke and in ainvoke with the same result") {
+  sg::StateGraph<AsyncLog> g;
+  g.add_node("a", waiting("a", 5ms));
+  g.add_node("b", [](const AsyncLog& s) {
+    return sg::set<&AsyncLog::count>(static_cast<int>(s.items.size()));
+  });
+  g.add_edge(sg::START, "a").add_edge("a", "b").add_edge("b", sg::END);
+  const auto app = g.compile();
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    auto r = run_in(form, app, item("in"), {});
+    CHECK(r.state.items == std::vector<std::string>{"in", "a"});
+    CHECK(r.state.count == 2);
+  }
+}
+
+TEST_CASE("ainvoke: runs waiting on timers share one thread and wait at the same time") {
+  std::atomic<int> in_flight{0};
+  std::atomic<int> most{0};
+  sg::StateGraph<AsyncLog> g;
+  g.add_node("wait", [&](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+    const int now = ++in_flight;
+    int seen = most.load();
+    while (now > seen && !most.compare_exchange_weak(seen, now)) {
+    }
+    co_await sleep_for(20ms);
+    --in_flight;
+    co_return sg::set<&AsyncLog::count>(1);
+  });
+  g.add_edge(sg::START, "wait");
+  const auto app = g.compile();
+  asio::io_context io;
+  int finished = 0;
+  std::set<std::thread::id> threads;
+  for (int i = 0; i < 50; ++i) {
+    asio::co_spawn(
+        io,
+        [&]() -> asio::awaitable<void> {
+          sg::Update<AsyncLog> input;
+          auto r = co_await app.ainvoke(std::move(input));
+          threads.insert(std::this_thread::get_id());
+          if (r.state.count == 1) ++finished;
+        },
+        asio::detached);
+  }
+  io.run();
+  CHECK(finished == 50);
+  CHECK(most.load() == 50);  // every run was waiting before the first timer fired
+  CHECK(threads == std::set<std::thread::id>{std::this_thread::get_id()});
+}
+
+TEST_CASE("ainvoke on a thread pool: parallel coroutine branches of one run are serialized") {
+  // Fan-out to three coroutine nodes; on a 4-thread pool the run's strand keeps its tasks apart.
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlapped{false};
+  auto node = [&](std::string name) {
+    return [&, name](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+      for (int i = 0; i < 5; ++i) {
+        if (++inside > 1) overlapped = true;
+        std::this_thread::sleep_for(1ms);
+        --inside;
+        co_await sleep_for(1ms);
+      }
+      co_return item(name);
+    };
+  };
+  sg::StateGraph<AsyncLog> g;
+  g.add_node("x", node("x")).add_node("y", node("y")).add_node("z", node("z"));
+  g.add_edge(sg::START, "x").add_edge(sg::START, "y").add_edge(sg::START, "z");
+  const auto app = g.compile();
+  asio::thread_pool pool(4);
+  auto result = asio::co_spawn(
+      pool,
+      [&]() -> asio::awaitable<sg::RunResult<AsyncLog>> {
+        auto input = item("in");
+        auto r = co_await app.ainvoke(std::move(input));
+        co_return r;
+      },
+      asio::use_future);
+  auto r = result.get();
+  pool.join();
+  CHECK(r.state.items == std::vector<std::string>{"in", "x", "y", "z"});  // task order
+  CHECK_FALSE(overlapped.load());
+}
+
+TEST_CASE("both forms: interrupts inside coroutine nodes, resumed with a Command") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("ask",
+               [](const AsyncLog&, sg::Context& ctx) -> asio::awaitable<sg::Update<AsyncLog>> {
+                 co_await sleep_for(1ms);
+                 const auto answer = ctx.interrupt("name?");
+                 co_return item("hello " + answer.get<std::string>());
+               });
+    g.add_edge(sg::START, "ask");
+    sg::CompileOptions options;
+    options.checkpointer = std::make_shared<sg::InMemorySaver>();
+    const auto app = g.compile(options);
+    sg::RunConfig config;
+    config.thread_id = "t";
+    auto first = run_in(form, app, item("in"), config);
+    REQUIRE(first.interrupted());
+    REQUIRE(first.interrupts.size() == 1);
+    CHECK(first.interrupts[0].value == "name?");
+    CHECK(first.next == std::vector<std::string>{"ask"});
+    sg::Command<AsyncLog> resume;
+    resume.resume = "Ada";
+    auto second = run_in(form, app, std::move(resume), config);
+    CHECK_FALSE(second.interrupted());
+    CHECK(second.state.items == std::vector<std::string>{"in", "hello Ada"});
+    CHECK(history_sources(app, config) ==
+          std::vector<std::string>{"loop:1:2", "loop:0:1", "input:-1:0"});
+  }
+}
+
+TEST_CASE("both forms: the same checkpoints, with every durability") {
+  for (auto durability : {sg::Durability::sync, sg::Durability::async, sg::Durability::exit}) {
+    std::vector<std::vector<std::string>> histories;
+    for (Form form : {Form::sync, Form::async}) {
+      sg::StateGraph<AsyncLog> g;
+      g.add_node("a", waiting("a", 1ms)).add_node("b", waiting("b", 2ms));
+      g.add_node("c", [](const AsyncLog&) { return item("c"); });
+      g.add_edge(sg::START, "a").add_edge(sg::START, "b").add_edge({"a", "b"}, "c");
+      sg::CompileOptions options;
+      options.checkpointer = std::make_shared<sg::InMemorySaver>();
+      const auto app = g.compile(options);
+      sg::RunConfig config;
+      config.thread_id = "t";
+      config.durability = durability;
+      auto r = run_in(form, app, item("in"), config);
+      CHECK(r.state.items == std::vector<std::string>{"in", "a", "b", "c"});
+      histories.push_back(history_sources(app, config));
+      auto again = run_in(form, app, item("more"), config);  // continues the thread
+      CHECK(again.state.items.size() == 8);
+    }
+    CHECK(histories[0] == histories[1]);
+  }
+}
+
+TEST_CASE("both forms: retries of a failing coroutine node, then its error") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    std::atomic<int> calls{0};
+    sg::StateGraph<AsyncLog> g;
+    sg::NodeOptions retry;
+    retry.retry = sg::RetryPolicy{3,     std::chrono::duration<double>(0.001),
+                                  2.0,   std::chrono::duration<double>(0.01),
+                                  false, {}};
+    g.add_node(
+        "flaky",
+        [&](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+          co_await sleep_for(1ms);
+          if (++calls < 3) throw std::runtime_error("try again");
+          co_return item("ok");
+        },
+        retry);
+    g.add_node("broken",
+               [](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+                 co_await sleep_for(1ms);
+                 throw std::runtime_error("always");
+               },
+               {});
+    g.add_edge(sg::START, "flaky").add_edge("flaky", "broken");
+    const auto app = g.compile();
+    try {
+      run_in(form, app, item("in"), {});
+      FAIL("expected a NodeError");
+    } catch (const sg::NodeError& e) {
+      CHECK(std::string(e.what()).find("node 'broken' failed at step 2: always") !=
+            std::string::npos);
+    }
+    CHECK(calls.load() == 3);
+  }
+}
+
+TEST_CASE("both forms: a coroutine node past its timeout is a NodeTimeoutError") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    sg::StateGraph<AsyncLog> g;
+    sg::NodeOptions timeout;
+    timeout.timeout = 20ms;
+    g.add_node("slow", waiting("slow", 2000ms), timeout);
+    g.add_edge(sg::START, "slow");
+    const auto app = g.compile();
+    const auto t0 = std::chrono::steady_clock::now();
+    auto returned = t0;
+    CHECK_THROWS_AS(run_in(form, app, item("in"), {}, &returned), sg::NodeTimeoutError);
+    CHECK(returned - t0 < 1500ms);  // not the node's 2 s
+  }
+}
+
+TEST_CASE("both forms: cancellation stops the run at the next step") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    auto token = sg::CancellationToken::create();
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("first", [token](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+      co_await sleep_for(1ms);
+      token.cancel();
+      co_return item("first");
+    });
+    g.add_node("second", waiting("second", 1ms));
+    g.add_edge(sg::START, "first").add_edge("first", "second");
+    const auto app = g.compile();
+    sg::RunConfig config;
+    config.cancellation = token;
+    CHECK_THROWS_AS(run_in(form, app, item("in"), config), sg::CancelledError);
+  }
+}
+
+TEST_CASE("both forms: Sends to a coroutine node, a plain subgraph, a stream") {
+  struct Job {
+    std::string name{};
+  };
+  sg::StateGraph<AsyncLog> sub;
+  sub.add_node("inner", [](const AsyncLog&) { return item("inner"); });
+  sub.add_edge(sg::START, "inner");
+  const auto child = sub.compile();
+  std::vector<std::vector<std::string>> seen;
+  for (Form form : {Form::sync, Form::async}) {
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("fan", [](const AsyncLog&) { return sg::Update<AsyncLog>(); });
+    g.add_node("work", [](const Job& job) -> asio::awaitable<sg::Update<AsyncLog>> {
+      const auto wait = std::chrono::milliseconds(job.name == "x" ? 5 : 1);
+      co_await sleep_for(wait);
+      co_return item("work " + job.name);
+    });
+    g.add_node("child", child);
+    g.add_edge(sg::START, "fan");
+    g.add_conditional_edges("fan", [](const AsyncLog&) {
+      return std::vector<sg::Send>{sg::Send("work", Job{"x"}), sg::Send("work", Job{"y"})};
+    });
+    g.add_edge("work", "child");
+    const auto app = g.compile();
+    std::vector<std::string> events;
+    auto on_event = [&](const sg::StreamEvent<AsyncLog>& e) {
+      events.push_back(std::string(sg::to_string(e.mode)) + ":" + e.node + ":" +
+                       (e.values ? std::to_string(e.values->items.size()) : "-"));
+    };
+    const sg::StreamModes modes = sg::StreamMode::values | sg::StreamMode::updates;
+    sg::RunResult<AsyncLog> r;
+    if (form == Form::sync) {
+      r = app.stream(item("in"), {}, modes, on_event);
+    } else {
+      asio::io_context io;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            sg::RunConfig config;
+            auto input = item("in");
+            r = co_await app.astream(std::move(input), config, modes, on_event);
+          },
+          asio::detached);
+      io.run();
+    }
+    CHECK(r.state.items ==
+          std::vector<std::string>{"in", "work x", "work y", "in", "work x", "work y", "inner"});
+    seen.push_back(events);
+  }
+  CHECK(seen[0] == seen[1]);
+}
+
+TEST_CASE("both forms: a coroutine node returning a Command with a goto routes") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("route", [](const AsyncLog&) -> asio::awaitable<sg::Command<AsyncLog>> {
+      co_await sleep_for(1ms);
+      co_return sg::Command<AsyncLog>{item("route"), {"end"}, {}, {}};
+    });
+    g.add_node("end", waiting("end", 1ms));
+    g.add_edge(sg::START, "route");
+    const auto app = g.compile();
+    auto r = run_in(form, app, item("in"), {});
+    CHECK(r.state.items == std::vector<std::string>{"in", "route", "end"});
+  }
+}
