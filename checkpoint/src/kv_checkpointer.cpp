@@ -413,7 +413,9 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
   check_name("task_id", task_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   for (std::size_t i = 0; i < writes.size(); ++i) {
-    const auto& [channel, value] = writes[i];
+    // Not a structured binding: the lambda below captures them (clang-tidy 14 cannot).
+    const std::string& channel = writes[i].first;
+    const json& value = writes[i].second;
     const auto special = special_write_index(channel);
     const int idx = special ? *special : static_cast<int>(i);
     std::string key = write_key(prefix, config.checkpoint_id, task_id, idx);

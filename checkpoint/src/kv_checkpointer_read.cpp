@@ -282,7 +282,10 @@ std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
   }
   const std::size_t limit = options.limit.value_or(std::numeric_limits<std::size_t>::max());
   std::vector<CheckpointTuple> out;
-  for (const auto& [thread, ns] : groups) {
+  for (const auto& group : groups) {
+    // Not a structured binding: the lambdas below capture them (clang-tidy 14 cannot).
+    const std::string& thread = group.first;
+    const std::string& ns = group.second;
     const std::string prefix = prefix_of(thread, ns);
     const std::string upper = options.before ? prefix + *options.before : prefix_end(prefix);
     std::size_t taken = 0;

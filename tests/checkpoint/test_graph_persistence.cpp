@@ -556,6 +556,8 @@ TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, Me
       for (int turn = 0; turn < kTurns; ++turn) {
         config.durability = turn % 2 ? sg::Durability::async : sg::Durability::sync;
         app.invoke(say("turn " + std::to_string(turn)), config);
+        // The reader has read while writers are mid-run before they go on.
+        while (turn == 0 && reads.load() == 0) std::this_thread::yield();
       }
       --running;
     });
@@ -582,6 +584,7 @@ TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, Me
   });
   for (auto& t : threads) t.join();
   MESSAGE("concurrent reads: " << reads.load());
+  CHECK(reads.load() > 0);
   for (int w = 0; w < kWriters; ++w) {
     const std::string id = "w" + std::to_string(w);
     const auto latest = saver->get_tuple({id, "", ""});

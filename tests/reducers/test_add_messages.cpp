@@ -44,9 +44,8 @@ void check_messages(const std::vector<sg::Message>& actual, const json& expected
 }  // namespace
 
 TEST_CASE("add_messages matches every LangGraph.js golden case") {
-  const json golden = sg::test::load_golden("add_messages");
-  REQUIRE(golden["cases"].size() >= 34);
-  for (const json& c : golden["cases"]) {
+  const json cases = sg::test::load_golden_cases("add_messages", 34);
+  for (const json& c : cases) {
     const std::string name = c["name"];
     CAPTURE(name);
     std::vector<sg::Message> left = sg::messages_from_json(c["input"]["left"]);

@@ -22,8 +22,8 @@ std::vector<sg::MessageType> types(const json& o, const char* key) {
 }  // namespace
 
 TEST_CASE("filter_messages matches every LangGraph.js golden case") {
-  const json golden = sg::test::load_golden("filter_messages");
-  for (const json& c : golden["cases"]) {
+  const json cases = sg::test::load_golden_cases("filter_messages", 7);
+  for (const json& c : cases) {
     const std::string name = c["name"];
     CAPTURE(name);
     const json& o = c["options"];
@@ -41,8 +41,8 @@ TEST_CASE("filter_messages matches every LangGraph.js golden case") {
 }
 
 TEST_CASE("merge_message_runs matches every LangGraph.js golden case") {
-  const json golden = sg::test::load_golden("merge_message_runs");
-  for (const json& c : golden["cases"]) {
+  const json cases = sg::test::load_golden_cases("merge_message_runs", 7);
+  for (const json& c : cases) {
     const std::string name = c["name"];
     CAPTURE(name);
     const auto result = sg::merge_message_runs(sg::messages_from_json(c["input"]));

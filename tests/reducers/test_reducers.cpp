@@ -31,9 +31,9 @@ static_assert(sg::kSingleWriter<sg::LastValue<std::string>>);
 static_assert(!sg::kSingleWriter<sg::AddMessages>);
 
 TEST_CASE("keep-slice matches every LangGraph.js golden case") {
-  const json golden = sg::test::load_golden("keep_slice");
+  const json cases = sg::test::load_golden_cases("keep_slice", 16);
   const sg::Concat<json> reducer;
-  for (const json& c : golden["cases"]) {
+  for (const json& c : cases) {
     const std::string name = c["name"];
     CAPTURE(name);
     auto value = c["input"]["existing"].get<std::vector<json>>();

@@ -464,6 +464,7 @@ TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemor
   constexpr int kWriters = 3;
   constexpr int kItems = 80;
   std::atomic<int> running{kWriters};
+  std::atomic<int> searches{0};
   std::vector<std::thread> threads;
   for (int w = 0; w < kWriters; ++w) {
     threads.emplace_back([&, w] {
@@ -472,20 +473,23 @@ TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemor
         store->put(ns, "k" + std::to_string(i), {{"text", "item " + std::to_string(i) + " tea"}},
                    i % 4 == 0 ? std::optional<double>(1e-9) : std::nullopt);  // some expire
         if (i % 10 == 0) store->remove(ns, "k" + std::to_string(i / 2));
+        // The reader has searched while writers are mid-run before they go on.
+        while (i == 1 && searches.load() == 0) std::this_thread::yield();
       }
       --running;
     });
   }
   threads.emplace_back([&] {
     while (running.load() > 0) {
-      for (const auto& hit : store->search({.query = "tea item", .limit = 5})) {
-        CHECK(hit.item.value.contains("text"));
-      }
+      const auto hits = store->search({.query = "tea item", .limit = 5});
+      for (const auto& hit : hits) CHECK(hit.item.value.contains("text"));
+      if (!hits.empty()) ++searches;
       (void)store->list_namespaces();
       (void)store->sweep_expired();
     }
   });
   for (auto& t : threads) t.join();
+  CHECK(searches.load() > 0);
   (void)store->sweep_expired();
   for (int w = 0; w < kWriters; ++w) {
     const auto all = store->search({.prefix = {"w" + std::to_string(w)}, .limit = 1000});

@@ -25,4 +25,17 @@ inline nlohmann::json load_golden(const std::string& name) {
   return nlohmann::json::parse(in);
 }
 
+/// The "cases" of golden file `<name>.json`: at least `at_least` of them (the number in
+/// tests/data/golden; a fuller set may hold more), so a truncated or emptied file fails the test
+/// instead of passing it with fewer cases. Throws otherwise.
+inline nlohmann::json load_golden_cases(const std::string& name, std::size_t at_least) {
+  nlohmann::json golden = load_golden(name);
+  if (!golden.contains("cases") || !golden["cases"].is_array() ||
+      golden["cases"].size() < at_least) {
+    throw std::runtime_error("golden file " + name + ".json has fewer than " +
+                             std::to_string(at_least) + " cases");
+  }
+  return std::move(golden["cases"]);
+}
+
 }  // namespace sg::test

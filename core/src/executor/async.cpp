@@ -54,20 +54,15 @@ struct AsyncLoop {
   /// One attempt of a coroutine node, on the strand.
   static boost::asio::awaitable<void> run_attempt(std::shared_ptr<NodeAttempt> attempt,
                                                   std::shared_ptr<RunShared> shared) {
+    std::exception_ptr thrown;
     try {
       Context ctx(*shared, attempt->info);
       AsyncCall call = attempt->start(ctx);
       co_await take_work(call);
-      attempt->returned = true;
-    } catch (GraphInterrupt& gi) {
-      attempt->interrupts = std::move(gi.interrupts);
-      attempt->interrupted = true;
-    } catch (ParentCommand& pc) {
-      attempt->take_parent_command_or_fail(pc);
     } catch (...) {
-      attempt->error = std::current_exception();
+      thrown = std::current_exception();
     }
-    attempt->settle(*shared);
+    attempt->end(thrown, *shared);
   }
 };
 

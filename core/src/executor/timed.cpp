@@ -44,17 +44,27 @@ void ExecutorCore::AttemptSlot::release_worker() {
   }
 }
 
-void NodeAttempt::take_parent_command_or_fail(ParentCommand& command) {
-  if (take_parent_command(command)) {
+void NodeAttempt::end(std::exception_ptr thrown, RunShared& shared) {
+  if (!thrown) {
     returned = true;
-    return;
+  } else {
+    try {
+      std::rethrow_exception(thrown);
+    } catch (GraphInterrupt& gi) {
+      interrupts = std::move(gi.interrupts);
+      interrupted = true;
+    } catch (ParentCommand& pc) {
+      if (take_parent_command(pc)) {
+        returned = true;
+      } else {
+        error = std::make_exception_ptr(
+            Error(errc::kInvalidRun,
+                  "a Command to the parent graph with an update needs the parent's state type"));
+      }
+    } catch (...) {
+      error = std::current_exception();
+    }
   }
-  error = std::make_exception_ptr(
-      Error(errc::kInvalidRun,
-            "a Command to the parent graph with an update needs the parent's state type"));
-}
-
-void NodeAttempt::settle(RunShared& shared) {
   int running = 0;
   if (!status.compare_exchange_strong(running, 1)) return;  // abandoned
   {
@@ -69,20 +79,15 @@ namespace {
 /// The body of an attempt's thread: it touches only what it owns.
 void run_attempt(const std::shared_ptr<NodeAttempt>& attempt,
                  const std::shared_ptr<RunShared>& shared) {
+  std::exception_ptr thrown;
   try {
     Context ctx(*shared, attempt->info);
     CurrentContextGuard guard(&ctx);
     attempt->call(ctx);
-    attempt->returned = true;
-  } catch (GraphInterrupt& gi) {
-    attempt->interrupts = std::move(gi.interrupts);
-    attempt->interrupted = true;
-  } catch (ParentCommand& pc) {
-    attempt->take_parent_command_or_fail(pc);
   } catch (...) {
-    attempt->error = std::current_exception();
+    thrown = std::current_exception();
   }
-  attempt->settle(*shared);
+  attempt->end(thrown, *shared);
 }
 
 }  // namespace

@@ -196,7 +196,10 @@ requires kJsonState<S>
 [[nodiscard]] S state_from_json(const nlohmann::json& value) {
   if (!value.is_object()) throw Error(errc::kInvalidArgument, "a state must be a JSON object");
   S state{};
-  for (const auto& [key, field_json] : value.items()) {
+  for (const auto& item : value.items()) {
+    // Not a structured binding: lambdas capture those only from clang 16 on (clang-tidy 14).
+    const std::string& key = item.key();
+    const nlohmann::json& field_json = item.value();
     detail::visit_field_named<S>(key, [&](auto i) {
       try {
         field_value<i>(state) = field_json.template get<typename field_t<S, i>::value_type>();
@@ -229,7 +232,9 @@ requires kJsonState<S>
 [[nodiscard]] Update<S> update_from_json(const nlohmann::json& value) {
   if (!value.is_object()) throw Error(errc::kInvalidArgument, "an update must be a JSON object");
   Update<S> update;
-  for (const auto& [key, field_json] : value.items()) {
+  for (const auto& item : value.items()) {
+    const std::string& key = item.key();
+    const nlohmann::json& field_json = item.value();
     detail::visit_field_named<S>(key, [&](auto i) {
       try {
         update.template slot<i>() =

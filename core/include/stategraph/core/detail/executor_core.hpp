@@ -206,10 +206,10 @@ struct NodeAttempt {
   bool returned = false;  // the node returned: its output is kept
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
 
-  /// Keeps the Command a subgraph sent to this node's graph, or fails the attempt.
-  void take_parent_command_or_fail(ParentCommand& command);
-  /// The attempt ended: finished (unless abandoned), and the run woken.
-  void settle(RunShared& shared);
+  /// The attempt ended, with what the node threw (null: it returned): an interrupt, a Command
+  /// to the parent graph or an error is kept; then it is finished (unless abandoned) and the
+  /// run is woken.
+  void end(std::exception_ptr thrown, RunShared& shared);
 };
 
 /// A task's or an update's writes as saved: (channel, value) in order.
