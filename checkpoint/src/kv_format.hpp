@@ -21,6 +21,8 @@
 #include <stategraph/core/detail/cbor.hpp>
 #include <stategraph/core/detail/record.hpp>
 
+#include <boost/uuid/uuid.hpp>
+#include <boost/uuid/uuid_io.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -121,6 +123,9 @@ inline std::string write_key(const std::string& prefix, std::string_view checkpo
 // microseconds since the epoch.
 using UuidBytes = std::array<char, 16>;
 
+/// The 16 bytes of a canonical (lower-case) UUID text; nullopt for any other text. Hand-written:
+/// Boost.Uuid's string_generator accepts other forms too, and with the round-trip check that
+/// rules them out it took 490-530 ns per id against 40-80 ns here (three ids per checkpoint).
 inline std::optional<UuidBytes> uuid_bytes(std::string_view text) {
   // Lower-case hex digits only: anything else keeps the text.
   static constexpr auto kDigit = [] {
@@ -146,16 +151,11 @@ inline std::optional<UuidBytes> uuid_bytes(std::string_view text) {
   return out;
 }
 
+/// A UUID's 16 bytes (the caller checked the size) as canonical text.
 inline std::string uuid_text(const std::vector<std::uint8_t>& bytes) {
-  static constexpr char kDigits[] = "0123456789abcdef";
-  std::string out;
-  out.reserve(36);
-  for (std::size_t i = 0; i < bytes.size(); ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) out.push_back('-');
-    out.push_back(kDigits[bytes[i] >> 4]);
-    out.push_back(kDigits[bytes[i] & 0xF]);
-  }
-  return out;
+  boost::uuids::uuid uuid{};
+  std::copy_n(bytes.begin(), uuid.size(), uuid.begin());
+  return boost::uuids::to_string(uuid);
 }
 
 // Days since 1970-01-01 of a civil date (H. Hinnant's algorithm).
