@@ -341,6 +341,11 @@ class CompiledGraph {
   }
   [[nodiscard]] const std::string& name() const noexcept { return def_->spec.name; }
 
+ private:
+  template <State>
+  friend class StateGraph;
+  friend class EventStream<S>;
+
   /// Runs this graph as the node of a parent graph over state P (see StateGraph::add_node).
   template <State P, class ToParent>
   Command<P> run_as_subgraph(Update<S> input, Context& ctx, const ToParent& to_parent) const {
@@ -349,10 +354,6 @@ class CompiledGraph {
     RunResult<S> result = run_nested(std::move(request), RunConfig{}, nullptr, ctx);
     return detail::to_command<P>(to_parent(result.state));
   }
-
- private:
-  friend class StateGraph<S>;
-  friend class EventStream<S>;
   explicit CompiledGraph(std::shared_ptr<const detail::GraphDef<S>> def) : def_(std::move(def)) {}
 
   /// The graph whose checkpoints live in namespace `ns` (this one for ""; a subgraph added with
@@ -449,7 +450,7 @@ class CompiledGraph {
   /// leaves as ParentCommand. `given` may add configurable values, context and metadata.
   RunResult<S> run_nested(detail::RunRequest<S>&& request, const RunConfig& given,
                           detail::StreamSpec<S>* user_stream, Context& ctx) const {
-    detail::RunHooks& hooks = ctx.run_hooks();
+    detail::RunHooks& hooks = detail::ContextAccess::run(ctx);
     RunConfig config = hooks.config();
     config.interrupt_before.clear();
     config.interrupt_after.clear();

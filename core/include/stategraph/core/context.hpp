@@ -175,8 +175,6 @@ class Context {
   /// without an id; an unknown or non-message field fails the task when it finishes.
   void push_message(Message message, std::string_view field = "messages") const;
 
-  /// The run behind this context (for stategraph's own use, e.g. running subgraphs).
-  [[nodiscard]] detail::RunHooks& run_hooks() const noexcept { return *run_; }
   /// The values the run was resumed with for this task's interrupts, in order.
   [[nodiscard]] const std::vector<nlohmann::json>& resume_values() const noexcept {
     return task_->resume;
@@ -189,9 +187,10 @@ class Context {
 };
 
 namespace detail {
-/// stategraph's own access to a Context's task.
+/// stategraph's own access to a Context's task and run (running subgraphs).
 struct ContextAccess {
   static TaskInfo& task(Context& ctx) noexcept { return *ctx.task_; }
+  static RunHooks& run(Context& ctx) noexcept { return *ctx.run_; }
 };
 }  // namespace detail
 
