@@ -5,11 +5,11 @@
 // values it gets in a form only savers that take deltas should see (JSON binaries: pre-encoded
 // messages; {"$appended": k} / {"$stored": v} write values).
 
-#include <stategraph/checkpoint/memory_saver.hpp>
+#include "support/forwarding_saver.hpp"
 
 namespace sg::test {
 
-class PlainSaver final : public Checkpointer {
+class PlainSaver final : public ForwardingSaver {
  public:
   CheckpointConfig put(const CheckpointConfig& config, const Checkpoint& checkpoint,
                        const nlohmann::json& metadata,
@@ -18,25 +18,24 @@ class PlainSaver final : public Checkpointer {
     count_encoded(checkpoint.channel_values);
     return inner_.put(config, checkpoint, metadata, new_versions);
   }
+  /// The interface's default: one put() per checkpoint, then its writes.
+  std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts_to_store) override {
+    return Checkpointer::put_all(puts_to_store);
+  }
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path) override {
     for (const auto& [channel, value] : writes) count_encoded(value);
     inner_.put_writes(config, writes, task_id, task_path);
   }
-  std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override {
-    return inner_.get_tuple(config);
+  /// The interface's defaults, not InMemorySaver's.
+  std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
+                                                  const std::string& checkpoint_ns) override {
+    return Checkpointer::latest_checkpoint_id(thread_id, checkpoint_ns);
   }
-  std::vector<CheckpointTuple> list(const ListOptions& options) override {
-    return inner_.list(options);
-  }
-  std::vector<std::string> threads() override { return inner_.threads(); }
-  void delete_thread(const std::string& thread_id) override { inner_.delete_thread(thread_id); }
-  void copy_thread(const std::string& source, const std::string& target) override {
-    inner_.copy_thread(source, target);
-  }
-  void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) override {
-    inner_.prune(thread_ids, strategy);
+  [[nodiscard]] bool stores_deltas() const noexcept override { return false; }
+  [[nodiscard]] Durability default_durability() const noexcept override {
+    return Checkpointer::default_durability();
   }
 
   int puts = 0;
@@ -51,8 +50,6 @@ class PlainSaver final : public Checkpointer {
       for (const auto& item : value) count_encoded(item);
     }
   }
-
-  InMemorySaver inner_;
 };
 
 }  // namespace sg::test
