@@ -186,14 +186,10 @@ void ExecutorCore::store_pending_checkpoint() {
     } else {
       cp.channel_values[ch] = field_json(*field);
     }
+    stored_version_[*field] = version;
+    field_stored(*field);  // the next delta is against this version
   }
   stored_through_ = max_version_;
-  for (std::size_t i = 0; i < fields_.size(); ++i) {
-    auto it = new_versions.find(std::string(fields_[i]));
-    if (it == new_versions.end()) continue;
-    stored_version_[i] = it->second;
-    field_stored(i);
-  }
   start_input_.reset();
   CheckpointPut put{stored_,
                     std::move(cp),

@@ -9,7 +9,8 @@
 namespace sg::detail {
 
 /// What both restores set: version bookkeeping and the checkpoint the run continues from.
-void ExecutorCore::after_restore(const std::string& checkpoint_id) {
+/// The version bookkeeping of loaded channel versions: all of them are stored.
+void ExecutorCore::versions_loaded() {
   max_version_ = 0;
   for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
   stored_through_ = max_version_;
@@ -17,6 +18,10 @@ void ExecutorCore::after_restore(const std::string& checkpoint_id) {
     auto v = versions_.find(std::string(fields_[i]));
     stored_version_[i] = v != versions_.end() ? v->second : -1;
   }
+}
+
+void ExecutorCore::after_restore(const std::string& checkpoint_id) {
+  versions_loaded();
   stored_ = CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id};
   current_id_ = checkpoint_id;
   saved_step_ = step_;
@@ -30,15 +35,9 @@ void ExecutorCore::restore(const CheckpointTuple& tuple) {
   const auto& values = tuple.checkpoint.channel_values;
   versions_ = tuple.checkpoint.channel_versions;
   versions_seen_ = tuple.checkpoint.versions_seen;
-  max_version_ = 0;
-  for (const auto& [ch, v] : versions_) max_version_ = std::max(max_version_, v);
-  stored_through_ = max_version_;
+  versions_loaded();
   step_ = tuple.metadata.value("step", -1);
   restore_fields(tuple);
-  for (std::size_t i = 0; i < fields_.size(); ++i) {
-    auto v = versions_.find(std::string(fields_[i]));
-    stored_version_[i] = v != versions_.end() ? v->second : -1;
-  }
   clear_schedule();
   pending_start_.reset();
   for (const auto& [ch, v] : versions_) {

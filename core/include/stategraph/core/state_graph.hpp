@@ -22,11 +22,6 @@
 
 namespace sg {
 
-template <State S>
-class CompiledGraph;
-template <State S>
-class StateGraph;
-
 /// Maps what a router returns to node names: `sg::PathMap{{"yes", "act"}, {"no", sg::END}}`.
 struct PathMap {
   std::map<std::string, std::string> entries;

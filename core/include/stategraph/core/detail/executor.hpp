@@ -7,6 +7,7 @@
 #include <stategraph/core/detail/executor_core.hpp>
 #include <stategraph/core/detail/field_codec.hpp>
 #include <stategraph/core/detail/graph_def.hpp>
+#include <stategraph/core/detail/typed_task.hpp>
 
 #include <array>
 #include <memory>
@@ -16,15 +17,6 @@
 #include <vector>
 
 namespace sg::detail {
-
-/// A task's typed writes: its update, the messages it pushed (applied before) and the updates
-/// of its second and later Commands (after). Valid while the task's has_output is true.
-template <State S>
-struct TaskOutputOf {
-  Update<S> update;
-  std::vector<Update<S>> pushed;
-  std::vector<Update<S>> more;
-};
 
 template <State S>
 class Executor final : public ExecutorCore {
@@ -249,104 +241,28 @@ class Executor final : public ExecutorCore {
     t.has_output = true;
   }
 
-  /// Moves what a node produced besides its Command into the task: pushed messages (as updates
-  /// of their fields) and the updates and gotos of its further Commands. Throws sg::Error for a
-  /// message pushed to a field that does not hold messages.
-  void collect_extras(Task& t, TaskInfo& info) {
-    if (info.pushed.empty() && !info.more_updates.has_value()) return;
-    Output& o = out(t);
-    for (auto& [field, message] : info.pushed) {
-      Update<S> u;
-      detail::visit_field_named<S>(field, [&](auto i) {
-        using U = typename field_t<S, i>::update_type;
-        if constexpr (std::is_constructible_v<U, Message>) {
-          u.template slot<i>().emplace(std::in_place_index<0>, U(std::move(message)));
-        } else {
-          throw Error(errc::kInvalidArgument,
-                      "push_message: state field '" + field + "' does not hold messages");
-        }
-      });
-      o.pushed.push_back(std::move(u));
-    }
-    info.pushed.clear();
-    if (info.more_updates.has_value()) {
-      if (auto* more = std::any_cast<std::vector<Command<S>>>(&info.more_updates)) {
-        for (auto& c : *more) {
-          o.more.push_back(std::move(c.update));
-          for (auto& go : c.go_to) t.go_to.push_back(std::move(go));
-        }
-      }
-      info.more_updates.reset();
-    }
-  }
-
-  /// An attempt apart from the loop: the node runs on its own snapshot of the step's state.
-  struct Attempt final : NodeAttempt {
-    std::shared_ptr<const GraphDef<S>> def;
-    std::shared_ptr<const S> snapshot;
-    int node = 0;
-    std::optional<Command<S>> output;
-
-    void call(Context& ctx) override {
-      TaskInput<S> input{snapshot.get(), arg.has_value() ? &arg : nullptr};
-      const auto n = static_cast<std::size_t>(node);
-      if (def->coroutine[n]) {
-        run_blocking(start(ctx));
-      } else {
-        output.emplace(def->fns[n](input, ctx));
-      }
-    }
-    AsyncCall start(Context& ctx) override {
-      TaskInput<S> input{snapshot.get(), arg.has_value() ? &arg : nullptr};
-      output.emplace();
-      return def->async_fns[static_cast<std::size_t>(node)](input, ctx, *output);
-    }
-    bool take_parent_command(ParentCommand& pc) override {
-      if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
-        output = std::move(*command);
-      } else if (!pc.has_update) {
-        output.emplace(Command<S>{{}, std::move(pc.go_to), {}, {}});
-      } else {
-        return false;
-      }
-      return true;
-    }
-  };
-
   // ------------------------------------------------------------------ ExecutorCore's hooks
 
   void call_node(Task& t, Context& ctx) override {
     TaskInput<S> input{&state_, t.arg.has_value() ? &t.arg : nullptr};
     const auto node = static_cast<std::size_t>(t.node);
-    if (def_->coroutine[node]) {
-      call_coroutine_node(t, input, ctx);
+    if (def_->coroutine[node]) [[unlikely]] {
+      set_output(t, run_coroutine_to_end(*def_, node, input, ctx));
     } else {
       set_output(t, def_->fns[node](input, ctx));
     }
-    collect_extras(t, t.info);
-  }
-
-  /// A coroutine node in a synchronous run: runs to its end on this thread.
-  [[gnu::noinline]] void call_coroutine_node(Task& t, const TaskInput<S>& input, Context& ctx) {
-    Command<S> command;
-    run_blocking(def_->async_fns[static_cast<std::size_t>(t.node)](input, ctx, command));
-    set_output(t, std::move(command));
+    collect_extras(t.info, out(t), t.go_to);
   }
 
   bool take_parent_command(Task& t, ParentCommand& pc) override {
-    if (auto* command = std::any_cast<Command<S>>(&pc.command)) {
-      set_output(t, std::move(*command));
-    } else if (!pc.has_update) {
-      set_output(t, Command<S>{{}, std::move(pc.go_to), {}, {}});
-    } else {
-      return false;
-    }
-    return true;
+    auto command = parent_command<S>(pc);
+    if (command) set_output(t, std::move(*command));
+    return command.has_value();
   }
 
   std::shared_ptr<NodeAttempt> make_attempt(const Task& t) override {
     if (!snapshot_) snapshot_ = std::make_shared<const S>(state_);
-    auto attempt = std::make_shared<Attempt>();
+    auto attempt = std::make_shared<TypedAttempt<S>>();
     attempt->def = def_;
     attempt->snapshot = snapshot_;
     attempt->node = t.node;
@@ -354,10 +270,10 @@ class Executor final : public ExecutorCore {
   }
 
   void take_attempt_output(Task& t, NodeAttempt& attempt) override {
-    auto& a = static_cast<Attempt&>(attempt);
+    auto& a = static_cast<TypedAttempt<S>&>(attempt);
     if (!a.returned || !a.output) return;
     set_output(t, std::move(*a.output));
-    collect_extras(t, a.info);
+    collect_extras(a.info, out(t), t.go_to);
   }
 
   void release_snapshot() noexcept override { snapshot_.reset(); }

@@ -384,6 +384,7 @@ class ExecutorCore {
   [[nodiscard]] std::optional<std::size_t> field_index(std::string_view channel) const;
 
   // ---------------------------------------------------------------- restoring (restoring.cpp)
+  void versions_loaded();
   void after_restore(const std::string& checkpoint_id);
   void restore(const CheckpointTuple& tuple);
   void apply_null_writes(const std::vector<const PendingWrite*>& writes);
