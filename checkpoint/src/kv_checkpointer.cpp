@@ -58,32 +58,71 @@ const KvCheckpointer::InlineValues& KvCheckpointer::parent_inline(const Staged& 
   return read;
 }
 
-KvCheckpointer::LogRanges KvCheckpointer::base_view(
-    const Staged& staged, const InlineValues& parent, const std::string& prefix,
-    const std::string& channel, std::int64_t version, const CheckpointConfig& config,
-    const Checkpoint& checkpoint) {
+KvCheckpointer::LogRanges KvCheckpointer::base_view(Staged& staged, const InlineValues& parent,
+                                                    const std::string& prefix,
+                                                    const std::string& channel,
+                                                    std::int64_t version,
+                                                    const CheckpointConfig& config,
+                                                    const Checkpoint& checkpoint) {
   const std::string log = log_prefix(prefix, channel);
   using Views = std::map<std::string, std::pair<std::int64_t, Ranges>>;
-  for (const Views* views : {&staged.views, static_cast<const Views*>(&views_)}) {
+  for (const Views* views :
+       {static_cast<const Views*>(&staged.views), static_cast<const Views*>(&views_)}) {
     auto it = views->find(log);
     if (it != views->end() && it->second.first == version) return it->second.second;
   }
   const Origin origin{config.thread_id, checkpoint.id, "message view"};
+  json plain;  // the base stored as a whole value (a put() of the list, or a fork)
+  bool found = false;
   if (auto it = parent.find(channel);
       it != parent.end() && it->second.version == version && it->second.item) {
     try {
-      const json item = json::from_cbor(*it->second.item);
+      json item = json::from_cbor(*it->second.item);
       if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
+      plain = std::move(item.at(2));
+      found = true;
     } catch (const json::exception& e) {
       corrupt(origin, e.what());
     }
   }
-  auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
-  if (!stored) {
-    invalid(
-        fmt::format("list delta: channel '{}' has no version {} to build on", channel, version));
+  if (!found) {
+    if (auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version))) {
+      char kind = 0;
+      json body = open_envelope(*stored, kViewBlob, origin, &kind);
+      if (kind == kViewBlob) return ranges_from_json(body, origin);
+      if (kind != kJsonBlob) corrupt(origin, fmt::format("record kind '{}' of a list", kind));
+      plain = std::move(body);
+    } else if (auto inlined =
+                   find_inline(staged, config.thread_id, config.checkpoint_ns, channel, version);
+               inlined && inlined->item) {
+      json item = json::from_cbor(*inlined->item);
+      if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
+      plain = std::move(item.at(2));
+    } else {
+      invalid(
+          fmt::format("list delta: channel '{}' has no version {} to build on", channel, version));
+    }
   }
-  return ranges_from_json(open_envelope(*stored, kViewBlob, origin), origin);
+  if (!plain.is_array()) {
+    invalid(fmt::format("list delta: version {} of channel '{}' is not a list", version, channel));
+  }
+  // Its items go to the log once; the delta's ranges then refer to them.
+  auto seq_it = staged.seqs.find(log);
+  std::uint64_t seq = seq_it != staged.seqs.end() ? seq_it->second : next_seq(log);
+  Ranges ranges;
+  for (const json& item : plain) {
+    std::string key_seq = log;
+    append_u64(key_seq, seq);
+    const auto cbor = json::to_cbor(item);
+    staged.batch.push_back(
+        {KvOp::Kind::put, Column::messages, std::move(key_seq),
+         envelope_of_cbor(kLogEntry, std::string_view(reinterpret_cast<const char*>(cbor.data()),
+                                                      cbor.size()))});
+    push_range(ranges, seq, seq + 1);
+    ++seq;
+  }
+  staged.seqs[log] = seq;
+  return ranges;
 }
 
 std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Staged& staged,

@@ -236,56 +236,13 @@ void delete_thread(const ThreadSettings& s) {
   std::cout << fmt::format("deleted thread {}\n", s.thread);
 }
 
-/// LangGraph's fork (update_state with as_node "__copy__"): a new checkpoint, child of the chosen
-/// one, with its values; it becomes the thread's latest, so the next run continues from there.
+/// A fork (sg::fork_checkpoint): a new checkpoint, child of the chosen one, with its values; it
+/// becomes the thread's latest, so the next run continues from there.
 void fork_thread(const ThreadSettings& s) {
   auto db = open_db(s.db);
   const CheckpointTuple source = require_tuple(*db, s);
-  std::string target = s.to.empty() ? s.thread : s.to;
-  if (target != s.thread) {
-    if (db->latest_checkpoint_id(target, "")) {
-      throw Error(errc::kInvalidArgument,
-                  "thread '" + target + "' already exists; delete it first or pick another name");
-    }
-    db->copy_thread(s.thread, target);
-  }
-  // Every channel gets a version above all the thread has used: the next run on this branch then
-  // never reuses a (channel, version) another branch stored.
-  std::int64_t version = 0;
-  ListOptions all;
-  all.thread_id = target;
-  all.checkpoint_ns = s.ns;
-  all.include_values = false;
-  for (const auto& t : db->list(all)) {
-    for (const auto& [channel, v] : t.checkpoint.channel_versions) version = std::max(version, v);
-  }
-  ++version;
-  Checkpoint cp;
-  const int step = source.metadata.value("step", 0);
-  cp.id = new_checkpoint_id(step + 1);
-  cp.ts = iso_timestamp_now();
-  cp.versions_seen = source.checkpoint.versions_seen;
-  CheckpointPut put{CheckpointConfig{target, s.ns, source.config.checkpoint_id}, {}, {}, {}};
-  for (const auto& [channel, old_version] : source.checkpoint.channel_versions) {
-    cp.channel_versions[channel] = version;
-    put.new_versions[channel] = version;
-    auto value = source.checkpoint.channel_values.find(channel);
-    if (value == source.checkpoint.channel_values.end()) continue;
-    if (!value->is_array()) {
-      cp.channel_values[channel] = *value;
-      continue;
-    }
-    // Lists (an emptied message list too) become views of the log, which a run continuing a
-    // message list builds on; any array reads back the same either way.
-    ListDelta& list = put.lists[channel];
-    for (const json& item : *value) {
-      const auto cbor = json::to_cbor(item);
-      list.pieces.push_back({0, 0, std::string(cbor.begin(), cbor.end())});
-    }
-  }
-  put.checkpoint = std::move(cp);
-  put.metadata = {{"source", "fork"}, {"step", step + 1}, {"parents", json::object()}};
-  const CheckpointConfig stored = db->put_all({std::move(put)}).front();
+  const CheckpointConfig stored =
+      fork_checkpoint(*db, source, ForkOptions{.thread_id = s.to, .sibling = false});
   if (s.json) {
     return write_json(
         {{"config", config_json(stored)}, {"parent_config", config_json(source.config)}}, -1);

@@ -1,5 +1,7 @@
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/core/time.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -72,6 +74,60 @@ std::optional<std::string> Checkpointer::latest_checkpoint_id(const std::string&
   auto latest = get_tuple(CheckpointConfig{thread_id, checkpoint_ns, {}});
   if (!latest) return std::nullopt;
   return latest->config.checkpoint_id;
+}
+
+CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& source,
+                                 const ForkOptions& options) {
+  const std::string& from = source.config.thread_id;
+  const std::string& ns = source.config.checkpoint_ns;
+  const std::string target = options.thread_id.empty() ? from : options.thread_id;
+  if (target != from) {
+    if (!saver.list({.thread_id = target, .limit = 1, .include_values = false}).empty()) {
+      throw CheckpointError(
+          errc::kCheckpointInvalid,
+          "fork: thread '" + target + "' already exists; delete it first or pick another name");
+    }
+    saver.copy_thread(from, target);
+  }
+  // The newest checkpoint of a thread holds its highest versions (forks and runs from older
+  // checkpoints raise theirs above it).
+  std::int64_t version = 0;
+  for (const auto& [channel, v] : source.checkpoint.channel_versions)
+    version = std::max(version, v);
+  for (const auto& t : saver.list(
+           {.thread_id = target, .checkpoint_ns = ns, .limit = 1, .include_values = false})) {
+    for (const auto& [channel, v] : t.checkpoint.channel_versions) version = std::max(version, v);
+  }
+  ++version;
+
+  const int step = source.metadata.value("step", -1);
+  CheckpointPut put{};
+  Checkpoint& copy = put.checkpoint;
+  copy.id = new_checkpoint_id(step + 1);
+  copy.ts = iso_timestamp_now();
+  copy.channel_values = source.checkpoint.channel_values;
+  for (const auto& [channel, v] : source.checkpoint.channel_versions) {
+    copy.channel_versions[channel] = version;
+    put.new_versions[channel] = version;
+  }
+  // A node saw the channel's current version: it still has; an older one: still older.
+  copy.versions_seen = source.checkpoint.versions_seen;
+  for (auto& [node, seen] : copy.versions_seen) {
+    for (auto& [channel, v] : seen) {
+      auto current = source.checkpoint.channel_versions.find(channel);
+      if (current != source.checkpoint.channel_versions.end() && v >= current->second) v = version;
+    }
+  }
+  const CheckpointConfig& parent =
+      options.sibling && source.parent_config
+          ? *source.parent_config
+          : (options.sibling ? CheckpointConfig{target, ns, {}} : source.config);
+  put.config = CheckpointConfig{target, ns, parent.checkpoint_id};
+  put.metadata =
+      nlohmann::json{{"source", "fork"},
+                     {"step", step + 1},
+                     {"parents", source.metadata.value("parents", nlohmann::json::object())}};
+  return saver.put_all({std::move(put)}).front();
 }
 
 }  // namespace sg

@@ -28,6 +28,9 @@ static_assert(sg::Reducer<sg::LastValue<int>>);
 static_assert(sg::Reducer<sg::Concat<std::string>>);
 static_assert(sg::Reducer<sg::AddMessages>);
 static_assert(sg::kSingleWriter<sg::LastValue<std::string>>);
+static_assert(sg::ListEditsReducer<sg::Concat<int>>);
+static_assert(sg::ListEditsReducer<sg::AddMessages>);
+static_assert(!sg::ListEditsReducer<sg::LastValue<std::vector<int>>>);
 static_assert(!sg::kSingleWriter<sg::AddMessages>);
 
 TEST_CASE("keep-slice matches every LangGraph.js golden case") {
@@ -120,6 +123,30 @@ TEST_CASE("concat appends and keeps slices, several writers fold in order") {
   CHECK(items == std::vector<std::string>{"p0", "p1", "p2"});
   concat.apply(items, sg::keep_last(1));
   CHECK(items == std::vector<std::string>{"p2"});
+}
+
+TEST_CASE("concat's list-edits cache follows appends, slices and overwrites") {
+  const sg::Concat<int> concat;
+  std::vector<int> list{1, 2, 3, 4};
+  sg::Concat<int>::Cache cache;
+  concat.apply(list, sg::ListUpdate<int>{5}, cache);  // not tracking: no bookkeeping
+  CHECK(cache.origin.size() == 0);
+  cache.track = true;
+  cache.rebase(list);
+  concat.apply(list, sg::ListUpdate<int>{6, 7}, cache);
+  CHECK(cache.origin.positions() == std::vector<std::int64_t>{0, 1, 2, 3, 4, -1, -1});
+  concat.apply(list, sg::keep_last(4), cache);
+  CHECK(list == std::vector<int>{4, 5, 6, 7});
+  CHECK(cache.origin.positions() == std::vector<std::int64_t>{3, 4, -1, -1});
+  concat.apply(list, sg::keep_slice(1, -1), cache);
+  CHECK(cache.origin.positions() == std::vector<std::int64_t>{4, -1});
+  std::vector<int> replaced{9, 9, 9};
+  cache.overwritten(replaced);
+  CHECK(cache.origin.positions() == std::vector<std::int64_t>{-1, -1, -1});
+  // A cache out of step with the list (size differs) starts over: everything is new.
+  std::vector<int> other{1};
+  concat.apply(other, sg::ListUpdate<int>{2}, cache);
+  CHECK(cache.origin.positions() == std::vector<std::int64_t>{-1, -1});
 }
 
 TEST_CASE("user-defined binary reducers") {

@@ -279,14 +279,8 @@ std::optional<CheckpointTuple> ExecutorCore::load_for_update() {
 }
 
 CheckpointConfig ExecutorCore::copy_checkpoint(const CheckpointTuple& loaded) {
-  // A sibling of the copied checkpoint: same parent, same values.
-  stored_ = loaded.parent_config.value_or(
-      CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, {}});
-  ++step_;
-  resumed_writes_.clear();
-  if (pending_start_) start_input_ = *pending_start_;  // the copy keeps it
-  save_checkpoint("fork");
   finish_persisting();
+  stored_ = fork_checkpoint(*saver_, loaded, ForkOptions{.sibling = true});
   return stored_;
 }
 

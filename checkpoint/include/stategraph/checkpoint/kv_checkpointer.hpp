@@ -133,7 +133,9 @@ class KvCheckpointer : public Checkpointer {
   /// Stages the writes of a task that just made the staged checkpoint of `config`'s child, as
   /// one bundle under `config`'s checkpoint. Caller holds write_mu_.
   void stage_bundle(Staged& staged, const CheckpointConfig& config, const TaskWrites& task);
-  LogRanges base_view(const Staged& staged, const InlineValues& parent, const std::string& prefix,
+  /// The log ranges of version `version` of a list channel, a delta's base. A base stored as a
+  /// whole value (a put() of the list) has its items added to the log first.
+  LogRanges base_view(Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);
   std::uint64_t next_seq(const std::string& log_prefix);

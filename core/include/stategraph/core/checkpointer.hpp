@@ -225,4 +225,25 @@ class Checkpointer {
   [[nodiscard]] virtual Durability default_durability() const noexcept { return Durability::async; }
 };
 
+/// What fork_checkpoint() makes.
+struct ForkOptions {
+  /// The thread the copy goes to; empty: the source's. Another thread must have no checkpoints:
+  /// it first gets a copy of the source thread (copy_thread), so the fork keeps its history.
+  std::string thread_id{};
+  /// true: the copy is a sibling of the source (same parent), as LangGraph's
+  /// update_state(config, None, as_node="__copy__") makes it; false: a child of the source.
+  bool sibling = true;
+};
+
+/// Stores a copy of the checkpoint `source` (read with its values) as its thread's newest: a
+/// fork, from which the next run continues. Metadata {"source": "fork", "step": source's + 1,
+/// "parents": source's}; no pending writes. The copy's channels get one new version above every
+/// version the thread used (the versions its nodes saw move with them, so the same nodes run
+/// next): a run on the fork never stores a (channel, version) another branch holds. The one fork
+/// of the library: update_state's "__copy__" and `stategraph threads fork` use it. Returns the
+/// copy's config. Throws CheckpointError ("checkpoint.invalid") when the target thread exists,
+/// and what the saver throws. Thread-safe if the saver is; not atomic when copying a thread.
+CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& source,
+                                 const ForkOptions& options = {});
+
 }  // namespace sg

@@ -1,6 +1,7 @@
 #pragma once
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/list_origin.hpp>
 #include <stategraph/core/list_update.hpp>
 
 #include <concepts>
@@ -39,6 +40,26 @@ concept CachedReducer = Reducer<R> &&
   cache.overwritten(value);
 };
 
+/// The list-edits hook: a reducer of an append-mostly list whose cache follows how the list
+/// changed since it was last stored, so that a checkpoint stores only the elements a superstep
+/// added (a ListDelta: ranges of the stored version plus new elements; docs/checkpoint-format.md).
+/// The cache has:
+/// - `track`: set by the executor when the run's checkpointer takes deltas; while it is false
+///   the reducer may skip the bookkeeping;
+/// - `origin`: a ListOrigin giving, for each element, its position in the last stored list (-1 for
+///   an element added or replaced since); `apply(value, update, cache)` and
+///   `cache.overwritten(value)` keep it in step with the list while `track` is set (when its
+///   size differs from the list's, the executor stores the whole list);
+/// - `rebase(value)`: the list was stored (or loaded): every element is at its own position.
+/// add_messages and Concat implement it. Elements must convert to JSON.
+template <class R>
+concept ListEditsReducer = CachedReducer<R> &&
+    requires(typename R::Cache& c, const typename R::Cache& cc, const typename R::value_type& v) {
+  c.track = true;
+  { cc.origin } -> std::convertible_to<const ListOrigin&>;
+  c.rebase(v);
+};
+
 /// True for reducers that accept one write per superstep (LastValue).
 template <class R>
 inline constexpr bool kSingleWriter = requires {
@@ -56,12 +77,27 @@ struct LastValue {
 };
 
 /// List concatenation with keep-slice updates (LangGraph's `operator.add` plus the memory
-/// guide's `{type: "keep"}`): a list update appends, a KeepSlice keeps a slice. Stateless;
-/// thread-safe.
+/// guide's `{type: "keep"}`): a list update appends, a KeepSlice keeps a slice. Implements the
+/// list-edits hook (ListEditsReducer), so a checkpoint stores only the appended elements.
+/// Stateless; thread-safe.
 template <class T>
 struct Concat {
   using value_type = std::vector<T>;
   using update_type = ListUpdate<T>;
+
+  /// The executor's per-field, per-run cache: the list's edits since it was last stored (see
+  /// ListEditsReducer). Not synchronized.
+  struct Cache {
+    bool track = false;
+    ListOrigin origin;
+    /// The list was stored or loaded as it is.
+    void rebase(const std::vector<T>& value) noexcept { origin.rebase(value.size()); }
+    /// The list was replaced wholesale: every element is new.
+    void overwritten(const std::vector<T>& value) {
+      if (track) origin.all_new(value.size());
+    }
+  };
+
   void apply(std::vector<T>& value, ListUpdate<T>&& update) const {
     if (update.is_keep()) {
       apply_keep(value, update.keep());
@@ -70,6 +106,18 @@ struct Concat {
     auto& items = update.items();
     value.insert(value.end(), std::make_move_iterator(items.begin()),
                  std::make_move_iterator(items.end()));
+  }
+  /// apply(), keeping `cache.origin` in step with the list while `cache.track` is set.
+  void apply(std::vector<T>& value, ListUpdate<T>&& update, Cache& cache) const {
+    if (cache.track) {
+      if (cache.origin.size() != value.size()) cache.origin.all_new(value.size());
+      if (update.is_keep()) {
+        cache.origin.keep(update.keep());
+      } else {
+        for (std::size_t n = update.items().size(); n > 0; --n) cache.origin.push_new();
+      }
+    }
+    apply(value, std::move(update));
   }
 };
 

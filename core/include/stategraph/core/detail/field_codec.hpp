@@ -4,9 +4,9 @@
 // checkpointer and come back (channel names: <stategraph/core/channels.hpp>). Internal to
 // stategraph.
 //
-// A field whose reducer tracks its list (add_messages) goes to savers that take deltas as a
-// ListDelta against the version stored before, so a superstep stores only the messages it
-// added (docs/checkpoint-format.md).
+// A field whose reducer implements the list-edits hook (ListEditsReducer: add_messages, Concat)
+// goes to savers that take deltas as a ListDelta against the version stored before, so a
+// superstep stores only the elements it added (docs/checkpoint-format.md).
 
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/detail/cbor.hpp>
@@ -161,7 +161,7 @@ struct FieldCodec {
   static void track_lists(Caches& caches) {
     for_each_field<S>([&](auto i) {
       using R = typename field_t<S, i>::reducer_type;
-      if constexpr (TrackedListReducer<R>) std::get<i>(caches).track = true;
+      if constexpr (ListEditsReducer<R>) std::get<i>(caches).track = true;
     });
   }
 
@@ -187,7 +187,7 @@ struct FieldCodec {
         if constexpr (CachedReducer<R>) {
           auto& cache = std::get<i>(caches);
           cache.overwritten(field_value<i>(state));
-          if constexpr (TrackedListReducer<R>) cache.rebase(field_value<i>(state));
+          if constexpr (ListEditsReducer<R>) cache.rebase(field_value<i>(state));
         }
       });
     }
@@ -238,7 +238,7 @@ struct FieldCodec {
   template <std::size_t I, class W>
   static std::optional<std::size_t> pure_append(const W& write, const S& state, Caches& caches) {
     using R = typename field_t<S, I>::reducer_type;
-    if constexpr (TrackedListReducer<R> &&
+    if constexpr (ListEditsReducer<R> &&
                   std::is_same_v<typename R::update_type, ListUpdate<Message>> &&
                   requires(typename R::Cache & c, const typename R::value_type& list,
                            const typename R::update_type& u) { c.appended_count(list, u); }) {
@@ -310,7 +310,7 @@ struct FieldCodec {
     bool tracked = false;
     visit_field<S>(field, [&](auto i) {
       using R = typename field_t<S, i>::reducer_type;
-      if constexpr (TrackedListReducer<R>) {
+      if constexpr (ListEditsReducer<R> && kJsonState<S>) {
         delta = tracked_list_delta(field_value<i>(state), std::get<i>(caches).origin, base);
         tracked = true;
       }
@@ -322,7 +322,7 @@ struct FieldCodec {
   static void stored(const S& state, Caches& caches, std::size_t field) {
     visit_field<S>(field, [&](auto i) {
       using R = typename field_t<S, i>::reducer_type;
-      if constexpr (TrackedListReducer<R>) std::get<i>(caches).rebase(field_value<i>(state));
+      if constexpr (ListEditsReducer<R>) std::get<i>(caches).rebase(field_value<i>(state));
     });
   }
 
