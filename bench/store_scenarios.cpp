@@ -2,7 +2,8 @@
 // over 1M items (p50 / p99), semantic top-10 over 100k items of 384 dimensions (p50, with
 // recall@10 of the approximate index against exact search). RocksDbStore in a fresh directory;
 // the `:memory` units use InMemoryStore.
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/memory_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <algorithm>
 #include <random>

@@ -1,15 +1,14 @@
-// KvCheckpointer: writing checkpoints and writes, and deleting, copying and pruning threads.
-// Layout and helpers: kv_format.hpp.
-#include "kv_format.hpp"
+// KvCheckpointer: writing checkpoints and writes (deleting, copying and pruning threads:
+// kv_checkpointer_threads.cpp). Layout and helpers: kv_format.hpp.
+#include "kv_saver_impl.hpp"
 
 namespace sg {
 
 using namespace kv_format;  // NOLINT: this module's own helpers
 
-KvCheckpointer::KvCheckpointer(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
-KvCheckpointer::~KvCheckpointer() = default;
+KvCheckpointer::Impl::Impl(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
 
-std::uint64_t KvCheckpointer::next_seq(const std::string& prefix) {
+std::uint64_t KvCheckpointer::Impl::next_seq(const std::string& prefix) {
   auto it = next_seq_.find(prefix);
   if (it != next_seq_.end()) return it->second;
   std::uint64_t next = 0;
@@ -22,7 +21,7 @@ std::uint64_t KvCheckpointer::next_seq(const std::string& prefix) {
   return next;
 }
 
-void KvCheckpointer::forget_thread(const std::string& thread_key) {
+void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
   auto forget = [&](auto& cache) {
     for (auto it = cache.lower_bound(thread_key);
          it != cache.end() && it->first.compare(0, thread_key.size(), thread_key) == 0;) {
@@ -35,11 +34,9 @@ void KvCheckpointer::forget_thread(const std::string& thread_key) {
   forget(inline_);
 }
 
-const KvCheckpointer::InlineValues& KvCheckpointer::parent_inline(const Staged& staged,
-                                                                  const std::string& thread,
-                                                                  const std::string& ns,
-                                                                  const std::string& parent_id,
-                                                                  InlineValues& read) {
+const KvCheckpointer::Impl::InlineValues& KvCheckpointer::Impl::parent_inline(
+    const Staged& staged, const std::string& thread, const std::string& ns,
+    const std::string& parent_id, InlineValues& read) {
   if (parent_id.empty()) return read;
   const std::string prefix = prefix_of(thread, ns);
   using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
@@ -58,12 +55,10 @@ const KvCheckpointer::InlineValues& KvCheckpointer::parent_inline(const Staged& 
   return read;
 }
 
-KvCheckpointer::LogRanges KvCheckpointer::base_view(Staged& staged, const InlineValues& parent,
-                                                    const std::string& prefix,
-                                                    const std::string& channel,
-                                                    std::int64_t version,
-                                                    const CheckpointConfig& config,
-                                                    const Checkpoint& checkpoint) {
+KvCheckpointer::Impl::LogRanges KvCheckpointer::Impl::base_view(
+    Staged& staged, const InlineValues& parent, const std::string& prefix,
+    const std::string& channel, std::int64_t version, const CheckpointConfig& config,
+    const Checkpoint& checkpoint) {
   const std::string log = log_prefix(prefix, channel);
   using Views = std::map<std::string, std::pair<std::int64_t, Ranges>>;
   for (const Views* views :
@@ -125,11 +120,9 @@ KvCheckpointer::LogRanges KvCheckpointer::base_view(Staged& staged, const Inline
   return ranges;
 }
 
-std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Staged& staged,
-                                                                       const std::string& thread,
-                                                                       const std::string& ns,
-                                                                       const std::string& channel,
-                                                                       std::int64_t version) {
+std::optional<KvCheckpointer::Impl::InlineValue> KvCheckpointer::Impl::find_inline(
+    const Staged& staged, const std::string& thread, const std::string& ns,
+    const std::string& channel, std::int64_t version) {
   const std::string prefix = prefix_of(thread, ns);
   using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
   for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
@@ -154,11 +147,11 @@ std::optional<KvCheckpointer::InlineValue> KvCheckpointer::find_inline(const Sta
   return found;
 }
 
-void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
-                               const Checkpoint& checkpoint, const json& metadata,
-                               const ChannelVersions& new_versions,
-                               const std::vector<TaskWrites>* parent_writes,
-                               const std::map<std::string, ListDelta>* lists) {
+void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& config,
+                                     const Checkpoint& checkpoint, const json& metadata,
+                                     const ChannelVersions& new_versions,
+                                     const std::vector<TaskWrites>* parent_writes,
+                                     const std::map<std::string, ListDelta>* lists) {
   if (config.thread_id.empty()) invalid("put: the config needs a thread_id");
   if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
   check_name("thread_id", config.thread_id);
@@ -338,7 +331,7 @@ void KvCheckpointer::stage_put(Staged& staged, const CheckpointConfig& config,
   staged.inlines[prefix] = {checkpoint.id, std::move(values)};
 }
 
-void KvCheckpointer::commit(Staged& staged) {
+void KvCheckpointer::Impl::commit(Staged& staged) {
   kv_->write(staged.batch);
   for (auto& [log, seq] : staged.seqs) next_seq_[log] = seq;
   for (auto& [log, view] : staged.views) views_[log] = std::move(view);
@@ -350,8 +343,9 @@ void KvCheckpointer::commit(Staged& staged) {
   }
 }
 
-CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,
-                                     const json& metadata, const ChannelVersions& new_versions) {
+CheckpointConfig KvCheckpointer::Impl::put(const CheckpointConfig& config,
+                                           const Checkpoint& checkpoint, const json& metadata,
+                                           const ChannelVersions& new_versions) {
   std::lock_guard lock(write_mu_);
   Staged staged;
   stage_put(staged, config, checkpoint, metadata, new_versions);
@@ -359,7 +353,8 @@ CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Check
   return CheckpointConfig{config.thread_id, config.checkpoint_ns, checkpoint.id};
 }
 
-std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<CheckpointPut>& puts) {
+std::vector<CheckpointConfig> KvCheckpointer::Impl::put_all(
+    const std::vector<CheckpointPut>& puts) {
   std::lock_guard lock(write_mu_);
   Staged staged;
   std::vector<CheckpointConfig> out;
@@ -384,8 +379,8 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
   return out;
 }
 
-std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::string& thread_id,
-                                                                const std::string& checkpoint_ns) {
+std::optional<std::string> KvCheckpointer::Impl::latest_checkpoint_id(
+    const std::string& thread_id, const std::string& checkpoint_ns) {
   if (thread_id.empty()) return std::nullopt;
   std::lock_guard lock(write_mu_);
   std::string id = newest_id(Staged{}, prefix_of(thread_id, checkpoint_ns));
@@ -393,8 +388,8 @@ std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::strin
   return id;
 }
 
-void KvCheckpointer::keep_writes_apart(Staged& staged, const std::string& thread,
-                                       const std::string& ns, const std::string& id) {
+void KvCheckpointer::Impl::keep_writes_apart(Staged& staged, const std::string& thread,
+                                             const std::string& ns, const std::string& id) {
   // The stored records just before and after the new key.
   const std::string prefix = prefix_of(thread, ns);
   const std::string key = prefix + id;
@@ -421,7 +416,7 @@ void KvCheckpointer::keep_writes_apart(Staged& staged, const std::string& thread
   }
 }
 
-std::string KvCheckpointer::newest_id(const Staged& staged, const std::string& prefix) {
+std::string KvCheckpointer::Impl::newest_id(const Staged& staged, const std::string& prefix) {
   if (auto it = staged.latest.find(prefix); it != staged.latest.end()) return it->second;
   if (auto it = latest_.find(prefix); it != latest_.end()) return it->second;
   std::string found;
@@ -434,18 +429,18 @@ std::string KvCheckpointer::newest_id(const Staged& staged, const std::string& p
   return found;
 }
 
-void KvCheckpointer::put_writes(const CheckpointConfig& config,
-                                const std::vector<std::pair<std::string, json>>& writes,
-                                const std::string& task_id, const std::string& task_path) {
+void KvCheckpointer::Impl::put_writes(const CheckpointConfig& config,
+                                      const std::vector<std::pair<std::string, json>>& writes,
+                                      const std::string& task_id, const std::string& task_path) {
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
   stage_writes(batch, config, writes, task_id, task_path);
   if (!batch.empty()) kv_->write(batch);
 }
 
-void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
-                                  const std::vector<std::pair<std::string, json>>& writes,
-                                  const std::string& task_id, const std::string& task_path) {
+void KvCheckpointer::Impl::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
+                                        const std::vector<std::pair<std::string, json>>& writes,
+                                        const std::string& task_id, const std::string& task_path) {
   if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
   if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
   check_name("thread_id", config.thread_id);
@@ -477,8 +472,8 @@ void KvCheckpointer::stage_writes(std::vector<KvOp>& batch, const CheckpointConf
   }
 }
 
-void KvCheckpointer::stage_bundle(Staged& staged, const CheckpointConfig& config,
-                                  const TaskWrites& task) {
+void KvCheckpointer::Impl::stage_bundle(Staged& staged, const CheckpointConfig& config,
+                                        const TaskWrites& task) {
   check_name("task_id", task.task_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   static const InlineValues kNone;
@@ -491,9 +486,10 @@ void KvCheckpointer::stage_bundle(Staged& staged, const CheckpointConfig& config
                           std::move(value)});
 }
 
-void KvCheckpointer::write_bundle(detail::CborWriter<std::string>& w, const std::string& prefix,
-                                  const std::vector<std::pair<std::string, json>>& writes,
-                                  const Staged& staged, const InlineValues& stored) {
+void KvCheckpointer::Impl::write_bundle(detail::CborWriter<std::string>& w,
+                                        const std::string& prefix,
+                                        const std::vector<std::pair<std::string, json>>& writes,
+                                        const Staged& staged, const InlineValues& stored) {
   w.array(writes.size());
   for (const auto& [channel, value] : writes) {
     w.array(2);
@@ -502,9 +498,10 @@ void KvCheckpointer::write_bundle(detail::CborWriter<std::string>& w, const std:
   }
 }
 
-void KvCheckpointer::write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
-                                 const std::string& channel, const json& value,
-                                 const Staged& staged, const InlineValues& stored) {
+void KvCheckpointer::Impl::write_value(detail::CborWriter<std::string>& w,
+                                       const std::string& prefix, const std::string& channel,
+                                       const json& value, const Staged& staged,
+                                       const InlineValues& stored) {
   // {"$appended": k}: the last k messages of the channel's view in the staged checkpoint,
   // stored as {"$log": {"ranges": [[from, to], ...]}}.
   if (value.is_object() && value.size() == 1 && value.contains(kAppendedWrite)) {
@@ -530,100 +527,29 @@ void KvCheckpointer::write_value(detail::CborWriter<std::string>& w, const std::
   write_with_messages(w, value);
 }
 
-void KvCheckpointer::delete_thread(const std::string& thread_id) {
-  check_name("thread_id", thread_id);
-  const std::string tp = thread_prefix(thread_id);
-  std::lock_guard lock(write_mu_);
-  std::vector<KvOp> batch;
-  for (std::uint8_t column = 0; column < Column::count; ++column)
-    batch.push_back({KvOp::Kind::erase_range, column, tp, prefix_end(tp)});
-  kv_->write(batch);
-  forget_thread(tp);
+// ------------------------------------------------------------------ the public class forwards
+
+KvCheckpointer::KvCheckpointer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KvCheckpointer::~KvCheckpointer() = default;
+
+CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,
+                                     const json& metadata, const ChannelVersions& new_versions) {
+  return impl_->put(config, checkpoint, metadata, new_versions);
 }
 
-void KvCheckpointer::copy_thread(const std::string& source, const std::string& target) {
-  check_name("thread_id", source);
-  check_name("thread_id", target);
-  if (source == target) return;
-  const std::string from = thread_prefix(source);
-  const std::string to = thread_prefix(target);
-  std::lock_guard lock(write_mu_);
-  std::vector<KvOp> batch;
-  for (std::uint8_t column = 0; column < Column::count; ++column) {
-    batch.push_back({KvOp::Kind::erase_range, column, to, prefix_end(to)});
-    kv_->scan(column, from, prefix_end(from), false,
-              [&](std::string_view key, std::string_view value) {
-                batch.push_back({KvOp::Kind::put, column, to + std::string(key.substr(from.size())),
-                                 std::string(value)});
-                return true;
-              });
-  }
-  kv_->write(batch);
-  forget_thread(to);
+std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<CheckpointPut>& puts) {
+  return impl_->put_all(puts);
 }
 
-void KvCheckpointer::prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) {
-  if (strategy == PruneStrategy::delete_all) {
-    for (const auto& t : thread_ids) delete_thread(t);
-    return;
-  }
-  for (const auto& thread : thread_ids) {
-    for (const auto& ns : namespaces(thread)) {
-      auto latest = get_tuple(CheckpointConfig{thread, ns, {}});
-      if (!latest) continue;
-      const std::string prefix = prefix_of(thread, ns);
-      const std::string& keep_id = latest->config.checkpoint_id;
-      std::lock_guard lock(write_mu_);
-      std::vector<KvOp> batch;
-      // Older checkpoints and their writes.
-      batch.push_back({KvOp::Kind::erase_range, Column::checkpoints, prefix, prefix + keep_id});
-      batch.push_back({KvOp::Kind::erase_range, Column::writes, prefix, prefix + keep_id});
-      // Values the kept checkpoint does not use; log messages its views do not reference.
-      std::map<std::string, std::set<std::uint64_t>> keep_seqs;
-      auto keep_view = [&](const std::string& channel, const json& view) {
-        for (const auto& [a, b] : ranges_from_json(view, {thread, keep_id, "message view"})) {
-          for (std::uint64_t s = a; s < b; ++s) keep_seqs[channel].insert(s);
-        }
-      };
-      if (auto stored = kv_->get(Column::checkpoints, prefix + keep_id)) {
-        const auto record = read_record(thread, ns, prefix + keep_id, *stored);
-        for (const auto& [channel, item] : record->values.items()) {
-          if (item[1] == std::string(1, kViewBlob)) keep_view(channel, item[2]);
-        }
-      }
-      kv_->scan(
-          Column::blobs, prefix, prefix_end(prefix), false,
-          [&](std::string_view key, std::string_view data) {
-            const std::string_view rest = key.substr(prefix.size());
-            const std::string channel(rest.substr(0, rest.find('\0')));
-            const auto version =
-                static_cast<std::int64_t>(read_u64(rest.substr(channel.size() + 1)) ^ (1ULL << 63));
-            auto used = latest->checkpoint.channel_versions.find(channel);
-            if (used == latest->checkpoint.channel_versions.end() || used->second != version) {
-              batch.push_back({KvOp::Kind::erase, Column::blobs, std::string(key), {}});
-              return true;
-            }
-            char kind = 0;
-            const json value = open_envelope(
-                data, 0, {thread, keep_id, "value of channel '" + channel + "'"}, &kind);
-            if (kind == kViewBlob) keep_view(channel, value);
-            return true;
-          });
-      kv_->scan(Column::messages, prefix, prefix_end(prefix), false,
-                [&](std::string_view key, std::string_view) {
-                  const std::string_view rest = key.substr(prefix.size());
-                  const std::string channel(rest.substr(0, rest.find('\0')));
-                  const std::uint64_t seq = read_u64(rest.substr(channel.size() + 1));
-                  auto kept = keep_seqs.find(channel);
-                  if (kept == keep_seqs.end() || !kept->second.contains(seq)) {
-                    batch.push_back({KvOp::Kind::erase, Column::messages, std::string(key), {}});
-                  }
-                  return true;
-                });
-      kv_->write(batch);
-      forget_thread(thread_prefix(thread));
-    }
-  }
+std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::string& thread_id,
+                                                                const std::string& checkpoint_ns) {
+  return impl_->latest_checkpoint_id(thread_id, checkpoint_ns);
+}
+
+void KvCheckpointer::put_writes(const CheckpointConfig& config,
+                                const std::vector<std::pair<std::string, json>>& writes,
+                                const std::string& task_id, const std::string& task_path) {
+  impl_->put_writes(config, writes, task_id, task_path);
 }
 
 }  // namespace sg

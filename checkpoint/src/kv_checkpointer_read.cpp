@@ -1,15 +1,14 @@
 // KvCheckpointer: reading checkpoints, their pending writes, threads and history.
 // Layout and helpers: kv_format.hpp.
-#include "kv_format.hpp"
+#include "kv_saver_impl.hpp"
 
 namespace sg {
 
 using namespace kv_format;  // NOLINT: this module's own helpers
 
-std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::string& thread,
-                                                                  const std::string& ns,
-                                                                  std::string_view key,
-                                                                  std::string_view value) {
+std::optional<KvCheckpointer::Impl::Record> KvCheckpointer::Impl::read_record(
+    const std::string& thread, const std::string& ns, std::string_view key,
+    std::string_view value) {
   const std::string id(key.substr(prefix_of(thread, ns).size()));
   const json data = open_envelope(value, kRecord, {thread, id, "checkpoint"});
   Record r;
@@ -60,9 +59,10 @@ std::optional<KvCheckpointer::Record> KvCheckpointer::read_record(const std::str
   return r;
 }
 
-json KvCheckpointer::read_channel(const std::string& thread, const std::string& ns,
-                                  const std::string& checkpoint_id, const std::string& channel,
-                                  std::int64_t version, bool& present) {
+json KvCheckpointer::Impl::read_channel(const std::string& thread, const std::string& ns,
+                                        const std::string& checkpoint_id,
+                                        const std::string& channel, std::int64_t version,
+                                        bool& present) {
   const std::string prefix = prefix_of(thread, ns);
   auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version));
   present = false;
@@ -73,9 +73,10 @@ json KvCheckpointer::read_channel(const std::string& thread, const std::string& 
   return resolve_value(thread, ns, checkpoint_id, channel, kind, std::move(value), present);
 }
 
-json KvCheckpointer::resolve_value(const std::string& thread, const std::string& ns,
-                                   const std::string& checkpoint_id, const std::string& channel,
-                                   char kind, json value, bool& present) {
+json KvCheckpointer::Impl::resolve_value(const std::string& thread, const std::string& ns,
+                                         const std::string& checkpoint_id,
+                                         const std::string& channel, char kind, json value,
+                                         bool& present) {
   const Origin origin{thread, checkpoint_id, "value of channel '" + channel + "'"};
   present = kind != kEmptyBlob;
   if (kind == kEmptyBlob) return json();
@@ -103,8 +104,8 @@ json KvCheckpointer::resolve_value(const std::string& thread, const std::string&
   return messages;
 }
 
-void KvCheckpointer::add_bundle(const std::string& thread, const std::string& ns,
-                                const std::string& task_id, json bundle, CheckpointTuple& t) {
+void KvCheckpointer::Impl::add_bundle(const std::string& thread, const std::string& ns,
+                                      const std::string& task_id, json bundle, CheckpointTuple& t) {
   const Origin origin{thread, t.config.checkpoint_id, "pending write"};
   if (!bundle.is_array()) corrupt(origin, "a bundle of writes must be an array");
   for (auto& item : bundle) {
@@ -114,9 +115,9 @@ void KvCheckpointer::add_bundle(const std::string& thread, const std::string& ns
   }
 }
 
-void KvCheckpointer::add_pending_write(const std::string& thread, const std::string& ns,
-                                       std::string task_id, std::string channel, json value,
-                                       CheckpointTuple& t) {
+void KvCheckpointer::Impl::add_pending_write(const std::string& thread, const std::string& ns,
+                                             std::string task_id, std::string channel, json value,
+                                             CheckpointTuple& t) {
   const std::string& id = t.config.checkpoint_id;
   if (value.is_object() && value.size() == 1 && value.contains(kLogWrite)) {
     bool present = false;
@@ -129,9 +130,9 @@ void KvCheckpointer::add_pending_write(const std::string& thread, const std::str
       PendingWrite{std::move(task_id), std::move(channel), std::move(value)});
 }
 
-CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::string& ns,
-                                         Record record, bool values, const Record* newer,
-                                         bool newer_known) {
+CheckpointTuple KvCheckpointer::Impl::to_tuple(const std::string& thread, const std::string& ns,
+                                               Record record, bool values, const Record* newer,
+                                               bool newer_known) {
   CheckpointTuple t;
   t.config = CheckpointConfig{thread, ns, record.id};
   t.checkpoint = std::move(record.checkpoint);
@@ -199,7 +200,7 @@ CheckpointTuple KvCheckpointer::to_tuple(const std::string& thread, const std::s
   return t;
 }
 
-std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig& config) {
+std::optional<CheckpointTuple> KvCheckpointer::Impl::get_tuple(const CheckpointConfig& config) {
   if (config.thread_id.empty()) return std::nullopt;
   return in_context(
       config.thread_id, config.checkpoint_id, [&]() -> std::optional<CheckpointTuple> {
@@ -234,7 +235,7 @@ std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig&
       });
 }
 
-std::vector<std::string> KvCheckpointer::threads() {
+std::vector<std::string> KvCheckpointer::Impl::threads() {
   std::vector<std::string> out;
   std::string from;
   for (;;) {
@@ -250,7 +251,7 @@ std::vector<std::string> KvCheckpointer::threads() {
   return out;
 }
 
-std::vector<std::string> KvCheckpointer::namespaces(const std::string& thread_id) {
+std::vector<std::string> KvCheckpointer::Impl::namespaces(const std::string& thread_id) {
   std::vector<std::string> out;
   const std::string tp = thread_prefix(thread_id);
   std::string from = tp;
@@ -269,7 +270,7 @@ std::vector<std::string> KvCheckpointer::namespaces(const std::string& thread_id
   return out;
 }
 
-std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
+std::vector<CheckpointTuple> KvCheckpointer::Impl::list(const ListOptions& options) {
   std::vector<std::pair<std::string, std::string>> groups;
   const std::vector<std::string> thread_ids =
       options.thread_id ? std::vector<std::string>{*options.thread_id} : threads();
@@ -318,6 +319,24 @@ std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
     if (out.size() > limit) out.resize(limit);
   }
   return out;
+}
+
+// ------------------------------------------------------------------ the public class forwards
+
+std::optional<CheckpointTuple> KvCheckpointer::get_tuple(const CheckpointConfig& config) {
+  return impl_->get_tuple(config);
+}
+
+std::vector<std::string> KvCheckpointer::threads() {
+  return impl_->threads();
+}
+
+std::vector<std::string> KvCheckpointer::namespaces(const std::string& thread_id) {
+  return impl_->namespaces(thread_id);
+}
+
+std::vector<CheckpointTuple> KvCheckpointer::list(const ListOptions& options) {
+  return impl_->list(options);
 }
 
 }  // namespace sg

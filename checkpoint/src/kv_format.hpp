@@ -13,12 +13,14 @@
 // next while their version stays; larger ones get a blob. Every value is an envelope: "SG",
 // format version, kind, CRC-32 of the payload, CBOR payload.
 //
-// Internal to the checkpoint module: the helpers and types shared by kv_checkpointer.cpp (writes)
-// and kv_checkpointer_read.cpp (reads).
+// Internal to the checkpoint module: the helpers and types shared by kv_checkpointer.cpp (writes),
+// kv_checkpointer_read.cpp (reads) and kv_checkpointer_threads.cpp (delete, copy, prune);
+// KvCheckpointer::Impl is in kv_saver_impl.hpp.
 #pragma once
 
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 #include <stategraph/core/detail/cbor.hpp>
+#include <stategraph/core/detail/kv.hpp>
 #include <stategraph/core/detail/record.hpp>
 
 #include <boost/uuid/uuid.hpp>
@@ -29,6 +31,16 @@
 #include <array>
 #include <limits>
 #include <set>
+
+namespace sg::detail {
+
+/// The key spaces of a checkpoint store (RocksDB column families).
+struct Column {
+  enum : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
+  static constexpr std::size_t count = 4;
+};
+
+}  // namespace sg::detail
 
 namespace sg::kv_format {
 
@@ -479,27 +491,3 @@ inline bool matches_filter(const json& metadata, const json& filter) {
 }
 
 }  // namespace sg::kv_format
-
-namespace sg {
-
-struct KvCheckpointer::Record {
-  std::string id;
-  Checkpoint checkpoint;
-  nlohmann::json metadata;
-  std::string parent;
-  nlohmann::json values =
-      nlohmann::json::object();  // channel -> [version, kind, value] (small values)
-  nlohmann::json parent_writes;  // "w": [[task_id, [[channel, value], ...]], ...] or null
-};
-
-/// A batch being built: its operations and what they change in the caches.
-struct KvCheckpointer::Staged {
-  std::vector<detail::KvOp> batch;
-  std::map<std::string, std::uint64_t> seqs;  // log -> next sequence number
-  std::map<std::string, std::pair<std::int64_t, kv_format::Ranges>>
-      views;                                  // log -> newest staged view
-  std::map<std::string, std::string> latest;  // prefix -> newest staged id
-  std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest record
-};
-
-}  // namespace sg

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include "kv_saver_impl.hpp"
+
 namespace sg {
 namespace {
 
@@ -33,16 +35,17 @@ std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksD
                                    .single_writer = true,
                                    .write_buffer_bytes = std::size_t{16} << 20},
                                   fail);
-  return std::shared_ptr<RocksDbSaver>(new RocksDbSaver(std::move(db), path));
+  return std::shared_ptr<RocksDbSaver>(
+      new RocksDbSaver(std::make_unique<Impl>(std::move(db)), path));
 }
 
-RocksDbSaver::RocksDbSaver(std::unique_ptr<detail::KvBackend> db, std::string path)
-    : KvCheckpointer(std::move(db)), path_(std::move(path)) {}
+RocksDbSaver::RocksDbSaver(std::unique_ptr<Impl> impl, std::string path)
+    : KvCheckpointer(std::move(impl)), path_(std::move(path)) {}
 
 RocksDbSaver::~RocksDbSaver() = default;
 
 void RocksDbSaver::flush() {
-  static_cast<detail::RocksDb&>(kv()).flush();
+  static_cast<detail::RocksDb&>(impl_->kv()).flush();
 }
 
 std::uint64_t RocksDbSaver::disk_bytes() const {

@@ -1,7 +1,7 @@
 // `stategraph store <op>`: the long-term memory store in a RocksDB directory (RocksDbStore).
 // A namespace on the command line is its labels joined by ".".
 #include <stategraph/core/error.hpp>
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <fmt/format.h>
 

@@ -8,7 +8,7 @@
 // The "model" is an offline stand-in (rules, no network): it extracts "my name is X" into the
 // profile and "I like / I enjoy / I love X" into memories, and answers from what it recalls.
 #include <stategraph/stategraph.hpp>
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <iostream>
 

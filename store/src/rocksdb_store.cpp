@@ -1,7 +1,9 @@
 #include <stategraph/detail/rocks_db.hpp>
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <fmt/format.h>
+
+#include "kv_store_impl.hpp"
 
 namespace sg {
 namespace {
@@ -24,12 +26,10 @@ std::shared_ptr<RocksDbStore> RocksDbStore::open(const std::string& path,
                                                  RocksDbStoreOptions options) {
   auto db = detail::RocksDb::open(path, {"store", "store_vectors"},
                                   {.fsync = options.fsync, .create_if_missing = true}, fail);
-  return std::shared_ptr<RocksDbStore>(
-      new RocksDbStore(std::move(db), std::move(options.ttl), std::move(options.index)));
+  return std::shared_ptr<RocksDbStore>(new RocksDbStore(
+      std::make_unique<Impl>(std::move(db), std::move(options.ttl), std::move(options.index))));
 }
 
-RocksDbStore::RocksDbStore(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
-                           std::optional<IndexConfig> index)
-    : KvStore(std::move(backend), std::move(ttl), std::move(index)) {}
+RocksDbStore::RocksDbStore(std::unique_ptr<Impl> impl) : KvStore(std::move(impl)) {}
 
 }  // namespace sg

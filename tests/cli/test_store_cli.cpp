@@ -1,5 +1,5 @@
 // `stategraph store ...` run as a real process on a RocksDB store directory.
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -2,7 +2,7 @@
 // interrupts, streaming while running, checkpoint metadata, messages, the store, debug
 // checkpoints, add_sequence. Each case keeps LangGraph's expectation; README.md lists
 // what stategraph does differently and what is not ported.
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/memory_store.hpp>
 
 #include <algorithm>
 #include <atomic>

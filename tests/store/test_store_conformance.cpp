@@ -1,6 +1,7 @@
 // One suite for InMemoryStore and RocksDbStore: put/get/delete, namespaces, search with
 // filters and paging, list_namespaces, TTL, batch, persistence and bad input.
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/memory_store.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <doctest/doctest.h>
 

@@ -1,6 +1,6 @@
 // Nodes reach the store through their run context: compile({.store = ...}).
 #include <stategraph/stategraph.hpp>
-#include <stategraph/store/kv_store.hpp>
+#include <stategraph/store/memory_store.hpp>
 
 #include <doctest/doctest.h>
 

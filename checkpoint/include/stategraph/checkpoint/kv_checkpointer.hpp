@@ -4,151 +4,70 @@
 // RocksDbSaver are this class over two backends, so they behave the same.
 
 #include <stategraph/core/checkpointer.hpp>
-#include <stategraph/core/detail/kv.hpp>
 
-#include <cstdint>
-#include <functional>
-#include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace sg {
 
-namespace detail {
+class InMemorySaver;
+class RocksDbSaver;
 
-template <class Out>
-class CborWriter;  // stategraph/core/detail/cbor.hpp
-
-/// The key spaces of a checkpoint store (RocksDB column families).
-struct Column {
-  enum : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
-  static constexpr std::size_t count = 4;
-};
-
-}  // namespace detail
-
-/// A Checkpointer over a detail::KvBackend. List channels given as deltas (CheckpointPut::lists)
-/// are stored as a per-thread log of items plus a list of ranges per checkpoint, so a superstep
-/// writes only the items it added (docs/checkpoint-format.md). Thread-safe.
+/// The checkpointer behind InMemorySaver and RocksDbSaver (construct one of those). List channels
+/// given as deltas (CheckpointPut::lists) are stored as a per-thread log of items plus a list of
+/// ranges per checkpoint, so a superstep writes only the items it added
+/// (docs/checkpoint-format.md). Every method may be called from many threads at once; writes are
+/// serialized. Storage failures and corrupt data throw CheckpointError (codes
+/// "checkpoint.corrupt", "checkpoint.io"); bad arguments (a thread id or channel with a NUL
+/// byte, a missing thread_id or checkpoint id) throw CheckpointError ("checkpoint.invalid").
 class KvCheckpointer : public Checkpointer {
  public:
-  explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
   ~KvCheckpointer() override;
+  KvCheckpointer(const KvCheckpointer&) = delete;
+  KvCheckpointer& operator=(const KvCheckpointer&) = delete;
 
+  /// Checkpointer::put, one atomic write. Throws CheckpointError.
   CheckpointConfig put(const CheckpointConfig& config, const Checkpoint& checkpoint,
                        const nlohmann::json& metadata,
                        const ChannelVersions& new_versions) override;
+  /// Checkpointer::put_all, all puts in one atomic write (nothing is stored if it throws).
   std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts) override;
+  /// True: list channels may come as deltas. noexcept.
   [[nodiscard]] bool stores_deltas() const noexcept override { return true; }
+  /// Checkpointer::put_writes, one atomic write. Throws CheckpointError.
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path = {}) override;
+  /// Checkpointer::get_tuple. Throws CheckpointError naming the thread and checkpoint.
   std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override;
+  /// Checkpointer::latest_checkpoint_id, from memory after the first call per namespace.
   std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
                                                   const std::string& checkpoint_ns) override;
+  /// Checkpointer::list, newest first. Throws CheckpointError.
   std::vector<CheckpointTuple> list(const ListOptions& options) override;
+  /// Checkpointer::threads, sorted. Throws CheckpointError.
   std::vector<std::string> threads() override;
+  /// Checkpointer::delete_thread, one atomic write. Throws CheckpointError.
   void delete_thread(const std::string& thread_id) override;
+  /// Checkpointer::copy_thread, one atomic write. Throws CheckpointError.
   void copy_thread(const std::string& source, const std::string& target) override;
+  /// Checkpointer::prune, one atomic write per namespace. Throws CheckpointError.
   void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) override;
 
-  /// The namespaces of a thread with at least one checkpoint, sorted.
+  /// The namespaces of a thread with at least one checkpoint, sorted. Throws CheckpointError.
   [[nodiscard]] std::vector<std::string> namespaces(const std::string& thread_id);
 
- protected:
-  [[nodiscard]] detail::KvBackend& kv() noexcept { return *kv_; }
-  [[nodiscard]] const detail::KvBackend& kv() const noexcept { return *kv_; }
-
  private:
-  struct Record;
-  struct Staged;
-  std::optional<Record> read_record(const std::string& thread, const std::string& ns,
-                                    std::string_view key, std::string_view value);
-  /// A checkpoint's tuple. `newer`: the record after it in key order, when the caller read it
-  /// (its "w" may hold this checkpoint's writes); otherwise it is looked up, unless
-  /// `newer_known` (the caller knows no next record keeps them).
-  CheckpointTuple to_tuple(const std::string& thread, const std::string& ns, Record record,
-                           bool values, const Record* newer = nullptr, bool newer_known = false);
-  /// Adds a bundle's writes (`[[channel, value], ...]`) of task `task_id` to `t`.
-  void add_bundle(const std::string& thread, const std::string& ns, const std::string& task_id,
-                  nlohmann::json bundle, CheckpointTuple& t);
-  /// Adds a stored write to `t`, resolving `$log` / `$blob` references.
-  void add_pending_write(const std::string& thread, const std::string& ns, std::string task_id,
-                         std::string channel, nlohmann::json value, CheckpointTuple& t);
-  /// The newest checkpoint id of a thread+namespace prefix, counting staged puts ("" if none).
-  /// Caller holds write_mu_.
-  std::string newest_id(const Staged& staged, const std::string& prefix);
-  /// Before a record is put with an id below the newest (between a checkpoint and the next
-  /// record, which may keep the checkpoint's writes): copies those writes under the checkpoint.
-  /// Caller holds write_mu_.
-  void keep_writes_apart(Staged& staged, const std::string& thread, const std::string& ns,
-                         const std::string& id);
-  nlohmann::json read_channel(const std::string& thread, const std::string& ns,
-                              const std::string& checkpoint_id, const std::string& channel,
-                              std::int64_t version, bool& present);
-  using LogRanges = std::vector<std::pair<std::uint64_t, std::uint64_t>>;
-  /// A small channel value kept in checkpoint records (carried from record to record while its
-  /// version stays): the version and the CBOR item `[version, kind, value]` (shared, so that
-  /// carrying it forward copies no bytes); no item for a value stored as a blob (known to the
-  /// caches, not written).
-  struct InlineValue {
-    std::int64_t version = 0;
-    std::shared_ptr<const std::string> item;
-  };
-  using InlineValues = std::map<std::string, InlineValue>;
-  std::optional<InlineValue> find_inline(const Staged& staged, const std::string& thread,
-                                         const std::string& ns, const std::string& channel,
-                                         std::int64_t version);
-  const InlineValues& parent_inline(const Staged& staged, const std::string& thread,
-                                    const std::string& ns, const std::string& parent_id,
-                                    InlineValues& read);
-  nlohmann::json resolve_value(const std::string& thread, const std::string& ns,
-                               const std::string& checkpoint_id, const std::string& channel,
-                               char kind, nlohmann::json value, bool& present);
-  /// Stages a checkpoint record; `parent_writes`: the writes of the tasks that made it, kept in
-  /// the record (put_all, when its parent is the newest checkpoint: see checkpoint-format.md);
-  /// `lists`: channels given as deltas (CheckpointPut::lists).
-  void stage_put(Staged& staged, const CheckpointConfig& config, const Checkpoint& checkpoint,
-                 const nlohmann::json& metadata, const ChannelVersions& new_versions,
-                 const std::vector<TaskWrites>* parent_writes = nullptr,
-                 const std::map<std::string, ListDelta>* lists = nullptr);
-  void commit(Staged& staged);
-  /// Writes a task's writes as a bundle, `[[channel, value], ...]` (write_value for each).
-  void write_bundle(detail::CborWriter<std::string>& w, const std::string& prefix,
-                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const Staged& staged, const InlineValues& stored);
-  /// Writes a bundled write's value; values the staged checkpoint stores (its message views in
-  /// `staged`, its inline values `stored`) become references.
-  void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
-                   const std::string& channel, const nlohmann::json& value, const Staged& staged,
-                   const InlineValues& stored);
-  /// Adds a task's writes to `batch`, one key each (put_writes' rules). Caller holds write_mu_.
-  void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
-                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const std::string& task_id, const std::string& task_path);
-  /// Stages the writes of a task that just made the staged checkpoint of `config`'s child, as
-  /// one bundle under `config`'s checkpoint. Caller holds write_mu_.
-  void stage_bundle(Staged& staged, const CheckpointConfig& config, const TaskWrites& task);
-  /// The log ranges of version `version` of a list channel, a delta's base. A base stored as a
-  /// whole value (a put() of the list) has its items added to the log first.
-  LogRanges base_view(Staged& staged, const InlineValues& parent, const std::string& prefix,
-                      const std::string& channel, std::int64_t version,
-                      const CheckpointConfig& config, const Checkpoint& checkpoint);
-  std::uint64_t next_seq(const std::string& log_prefix);
-  void forget_thread(const std::string& thread_prefix);
+  friend class InMemorySaver;
+  friend class RocksDbSaver;
+  /// The state and the storage code (checkpoint/src/kv_saver_impl.hpp).
+  struct Impl;
+  explicit KvCheckpointer(std::unique_ptr<Impl> impl);
 
-  std::unique_ptr<detail::KvBackend> kv_;
-  // Serializes writers (read-modify-write) and guards the caches below, which only this object's
-  // writes change (a store has one KvCheckpointer: RocksDB locks its directory).
-  std::mutex write_mu_;
-  std::map<std::string, std::uint64_t> next_seq_;  // message log -> next sequence number
-  std::map<std::string, std::pair<std::int64_t, LogRanges>> views_;  // log -> newest view
-  std::map<std::string, std::string> latest_;  // thread+namespace prefix -> newest checkpoint
-  std::map<std::string, std::pair<std::string, InlineValues>> inline_;  // prefix -> newest record
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace sg

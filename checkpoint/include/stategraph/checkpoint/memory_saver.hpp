@@ -10,10 +10,11 @@ namespace sg {
 /// costs less than handing it to another thread. Thread-safe.
 class InMemorySaver final : public KvCheckpointer {
  public:
+  /// An empty saver. Throws only std::bad_alloc.
   InMemorySaver();
   /// Durability::sync (see the class comment). noexcept.
   [[nodiscard]] Durability default_durability() const noexcept override { return Durability::sync; }
-  /// Bytes of keys and values held (the serialized size of everything stored).
+  /// Bytes of keys and values held (the serialized size of everything stored). Thread-safe.
   [[nodiscard]] std::size_t stored_bytes() const;
 };
 

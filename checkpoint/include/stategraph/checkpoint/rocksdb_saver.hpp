@@ -29,18 +29,21 @@ class RocksDbSaver final : public KvCheckpointer {
   [[nodiscard]] static std::shared_ptr<RocksDbSaver> open(const std::string& path,
                                                           RocksDbOptions options = {});
 
+  /// Closes the database (no other thread may still be using the saver).
   ~RocksDbSaver() override;
 
+  /// Durability::sync (see the class comment). noexcept.
   [[nodiscard]] Durability default_durability() const noexcept override { return Durability::sync; }
-  /// The database directory.
+  /// The database directory. noexcept; thread-safe.
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
-  /// Writes memtables to table files (after this, everything is in SST files).
+  /// Writes memtables to table files (after this, everything is in SST files). Throws
+  /// CheckpointError ("checkpoint.io"). Thread-safe.
   void flush();
-  /// Bytes of the database directory on disk.
+  /// Bytes of the database directory on disk (files it cannot stat count 0). Thread-safe.
   [[nodiscard]] std::uint64_t disk_bytes() const;
 
  private:
-  RocksDbSaver(std::unique_ptr<detail::KvBackend> db, std::string path);
+  RocksDbSaver(std::unique_ptr<Impl> impl, std::string path);
   std::string path_;
 };
 

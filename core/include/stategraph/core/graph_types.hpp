@@ -316,9 +316,9 @@ struct CompileOptions {
   /// Saves every superstep of every thread (RunConfig::thread_id); a subgraph compiled without
   /// one uses its parent's.
   std::shared_ptr<Checkpointer> checkpointer{};
-  /// Long-term memory nodes reach through Context::store() (sg::InMemoryStore,
-  /// sg::RocksDbStore from <stategraph/store/kv_store.hpp>); a subgraph compiled without one
-  /// uses its parent's.
+  /// Long-term memory nodes reach through Context::store() (sg::InMemoryStore from
+  /// <stategraph/store/memory_store.hpp>, sg::RocksDbStore from rocksdb_store.hpp); a subgraph
+  /// compiled without one uses its parent's.
   std::shared_ptr<Store> store{};
   /// Stop before / after these nodes ("*" for all).
   std::vector<std::string> interrupt_before{};

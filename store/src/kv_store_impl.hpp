@@ -1,0 +1,104 @@
+// KvStore's implementation (internal to the store module): the backend, the vectors of indexed
+// items, the TTL sweeper. kv_store.cpp holds reads, writes and sweeping; kv_store_search.cpp
+// search and list_namespaces. The format: kv_store_format.hpp.
+#pragma once
+
+#include <stategraph/core/detail/kv.hpp>
+#include <stategraph/store/kv_store.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "kv_store_format.hpp"
+
+namespace hnswlib {
+template <typename T>
+class HierarchicalNSW;
+class InnerProductSpace;
+}  // namespace hnswlib
+
+namespace sg {
+
+/// Thread-safe like KvStore: writers that read first hold write_mu_, the vectors have their own
+/// lock.
+struct KvStore::Impl {
+ public:
+  /// Loads the vectors of indexed items when `index` is given. Throws Error
+  /// ("argument.invalid") for a bad IndexConfig, StoreError on corrupt data.
+  Impl(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl, std::optional<IndexConfig> index);
+  /// Stops the sweeper.
+  ~Impl();
+  Impl(const Impl&) = delete;
+  Impl& operator=(const Impl&) = delete;
+
+  // KvStore's operations (KvStore forwards each call).
+  std::vector<StoreResult> batch(std::vector<StoreOp> ops);
+  std::size_t sweep_expired();
+  void start_sweeper(std::chrono::milliseconds interval);
+  void stop_sweeper();
+  [[nodiscard]] std::size_t swept_total() const noexcept { return swept_.load(); }
+
+ private:
+  std::optional<Item> do_get(const GetOp& op);
+  void do_put(const PutOp& op);
+  std::vector<SearchItem> do_search(const SearchOp& op);
+  std::vector<Namespace> do_list(const ListNamespacesOp& op);
+  [[nodiscard]] std::int64_t now_micros() const;
+  struct Vectors;
+  std::vector<std::vector<float>> embed_item(const PutOp& op);
+  /// Item keys ranked by similarity (best first) from the HNSW index, or nullopt when exact
+  /// search should answer (a small collection). Returns `want` candidates at least, if any.
+  std::optional<std::vector<std::pair<std::string, double>>> approximate(
+      const std::vector<float>& query, std::size_t want);
+
+  std::unique_ptr<detail::KvBackend> kv_;
+  TtlConfig ttl_;
+  std::optional<IndexConfig> index_;
+  std::unique_ptr<Vectors> vectors_;
+  std::mutex write_mu_;  // serializes read-modify-write (put keeps created_at; TTL refresh)
+  std::mutex sweeper_mu_;
+  std::condition_variable sweeper_cv_;
+  std::thread sweeper_;
+  bool stop_ = false;
+  std::atomic<std::size_t> swept_{0};
+  std::chrono::milliseconds interval_{0};
+};
+
+/// The vectors of indexed items, in memory, and an HNSW index once there are many. Its functions
+/// are in kv_store_search.cpp, the one file that includes hnswlib (whose headers define
+/// non-inline globals).
+struct KvStore::Impl::Vectors {
+  Vectors();
+  ~Vectors();
+  Vectors(const Vectors&) = delete;
+  Vectors& operator=(const Vectors&) = delete;
+
+  std::shared_mutex mu;
+  std::unordered_map<std::string, std::vector<std::vector<float>>> by_key;  // item key -> vectors
+  std::size_t count = 0;                                                    // vectors in by_key
+  // The approximate index (built when count exceeds IndexConfig::exact_limit).
+  std::unique_ptr<hnswlib::InnerProductSpace> space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
+  std::vector<std::string> label_key;                                // label -> item key
+  std::unordered_map<std::string, std::vector<std::size_t>> labels;  // item key -> labels
+  std::size_t live_labels = 0;
+
+  void add_to_hnsw(const std::string& key, const std::vector<std::vector<float>>& vectors);
+  void remove_from_hnsw(const std::string& key);
+  /// Replaces the vectors of `key` (none: removes). Caller holds `mu` exclusively.
+  void set(const std::string& key, std::vector<std::vector<float>> vectors);
+  void build_hnsw(std::size_t dims);
+};
+
+}  // namespace sg
