@@ -432,40 +432,43 @@ std::string KvCheckpointer::Impl::newest_id(const Staged& staged, const std::str
 void KvCheckpointer::Impl::put_writes(const CheckpointConfig& config,
                                       const std::vector<std::pair<std::string, json>>& writes,
                                       const std::string& task_id, const std::string& task_path) {
+  TaskWrites task{task_id, {}};
+  task.writes.reserve(writes.size());
+  for (const auto& [channel, value] : writes) task.writes.emplace_back(channel, value);
+  put_task_writes(config, task, task_path);
+}
+
+void KvCheckpointer::Impl::put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                                           const std::string& task_path) {
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
-  stage_writes(batch, config, writes, task_id, task_path);
+  stage_writes(batch, config, task, task_path);
   if (!batch.empty()) kv_->write(batch);
 }
 
 void KvCheckpointer::Impl::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
-                                        const std::vector<std::pair<std::string, json>>& writes,
-                                        const std::string& task_id, const std::string& task_path) {
+                                        const TaskWrites& task, const std::string& task_path) {
   if (config.thread_id.empty()) invalid("put_writes: the config needs a thread_id");
   if (config.checkpoint_id.empty()) invalid("put_writes: the config needs a checkpoint_id");
   check_name("thread_id", config.thread_id);
-  check_name("task_id", task_id);
+  check_name("task_id", task.task_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
-  for (std::size_t i = 0; i < writes.size(); ++i) {
-    // Not a structured binding: the lambda below captures them (clang-tidy 14 cannot).
-    const std::string& channel = writes[i].first;
-    const json& value = writes[i].second;
-    const auto special = special_write_index(channel);
+  for (std::size_t i = 0; i < task.writes.size(); ++i) {
+    const TaskWrite& write = task.writes[i];
+    const auto special = special_write_index(write.channel);
     const int idx = special ? *special : static_cast<int>(i);
-    std::string key = write_key(prefix, config.checkpoint_id, task_id, idx);
+    std::string key = write_key(prefix, config.checkpoint_id, task.task_id, idx);
     if (!special && kv_->get(Column::writes, key))
       continue;  // a re-run task cannot change saved writes
-    if (value.is_object() && value.size() == 1 &&
-        (value.contains(kAppendedWrite) || value.contains(kStoredWrite))) {
-      invalid("put_writes: '" + channel + "': $appended / $stored writes go only with put_all");
-    }
+    if (write.kind == TaskWrite::Kind::appended)
+      invalid("put_writes: '" + write.channel + "': an appended write goes only with put_all");
     batch.push_back(
         {KvOp::Kind::put, Column::writes, std::move(key), envelope_with(kWrite, [&](CborWriter& w) {
            w.map(3);
            w.text("channel");
-           w.text(channel);
+           w.text(write.channel);
            w.text("value");
-           write_with_messages(w, value);
+           write_plain(w, write);
            w.text("task_path");
            w.text(task_path);
          })});
@@ -488,43 +491,45 @@ void KvCheckpointer::Impl::stage_bundle(Staged& staged, const CheckpointConfig& 
 
 void KvCheckpointer::Impl::write_bundle(detail::CborWriter<std::string>& w,
                                         const std::string& prefix,
-                                        const std::vector<std::pair<std::string, json>>& writes,
-                                        const Staged& staged, const InlineValues& stored) {
+                                        const std::vector<TaskWrite>& writes, const Staged& staged,
+                                        const InlineValues& stored) {
   w.array(writes.size());
-  for (const auto& [channel, value] : writes) {
+  for (const TaskWrite& write : writes) {
     w.array(2);
-    w.text(channel);
-    write_value(w, prefix, channel, value, staged, stored);
+    w.text(write.channel);
+    write_value(w, prefix, write, staged, stored);
   }
 }
 
 void KvCheckpointer::Impl::write_value(detail::CborWriter<std::string>& w,
-                                       const std::string& prefix, const std::string& channel,
-                                       const json& value, const Staged& staged,
-                                       const InlineValues& stored) {
-  // {"$appended": k}: the last k messages of the channel's view in the staged checkpoint,
-  // stored as {"$log": {"ranges": [[from, to], ...]}}.
-  if (value.is_object() && value.size() == 1 && value.contains(kAppendedWrite)) {
-    const auto it = staged.views.find(log_prefix(prefix, channel));
-    if (it == staged.views.end())
-      invalid("put_all: an appended write to '" + channel + "' without a staged message list");
-    w.map(1);
-    w.text(kLogWrite);
-    write_view(w, last_positions(it->second.second, value[kAppendedWrite].get<std::uint64_t>()));
-    return;
-  }
-  // {"$stored": v}: v, or {"$blob": version} when the checkpoint keeps v in a blob.
-  if (value.is_object() && value.size() == 1 && value.contains(kStoredWrite)) {
-    if (auto v = stored.find(channel); v != stored.end() && !v->second.item) {
+                                       const std::string& prefix, const TaskWrite& write,
+                                       const Staged& staged, const InlineValues& stored) {
+  switch (write.kind) {
+    case TaskWrite::Kind::appended: {
+      // The last `count` items of the channel's view in the staged checkpoint, stored as
+      // {"$log": {"ranges": [[from, to], ...]}}.
+      const auto it = staged.views.find(log_prefix(prefix, write.channel));
+      if (it == staged.views.end())
+        invalid("put_all: an appended write to '" + write.channel + "' without a staged list");
       w.map(1);
-      w.text(kBlobWrite);
-      w.integer(v->second.version);
+      w.text(kLogWrite);
+      write_view(w, last_positions(it->second.second, write.count));
       return;
     }
-    write_with_messages(w, value[kStoredWrite]);
-    return;
+    case TaskWrite::Kind::stored:
+      // {"$blob": version} when the checkpoint keeps the value in a blob.
+      if (auto v = stored.find(write.channel); v != stored.end() && !v->second.item) {
+        w.map(1);
+        w.text(kBlobWrite);
+        w.integer(v->second.version);
+        return;
+      }
+      break;
+    case TaskWrite::Kind::value:
+    case TaskWrite::Kind::items:
+      break;
   }
-  write_with_messages(w, value);
+  write_plain(w, write);
 }
 
 // ------------------------------------------------------------------ the public class forwards
@@ -550,6 +555,11 @@ void KvCheckpointer::put_writes(const CheckpointConfig& config,
                                 const std::vector<std::pair<std::string, json>>& writes,
                                 const std::string& task_id, const std::string& task_path) {
   impl_->put_writes(config, writes, task_id, task_path);
+}
+
+void KvCheckpointer::put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                                     const std::string& task_path) {
+  impl_->put_task_writes(config, task, task_path);
 }
 
 }  // namespace sg

@@ -125,6 +125,8 @@ void KvCheckpointer::Impl::add_pending_write(const std::string& thread, const st
   } else if (value.is_object() && value.size() == 1 && value.contains(kBlobWrite)) {
     bool present = false;
     value = read_channel(thread, ns, id, channel, value[kBlobWrite].get<std::int64_t>(), present);
+  } else if (value.is_object() && value.size() == 1 && value.contains(kEscapedWrite)) {
+    value = std::move(value[kEscapedWrite]);
   }
   t.pending_writes.push_back(
       PendingWrite{std::move(task_id), std::move(channel), std::move(value)});

@@ -321,27 +321,18 @@ inline void write_view(CborWriter& w, const Ranges& ranges) {
   }
 }
 
-/// A JSON value whose pre-encoded messages (binary, kCborMessageSubtype) are written as the CBOR
-/// maps they hold: the record reads back as plain JSON.
-inline void write_with_messages(CborWriter& w, const json& j) {
-  if (j.is_binary() && j.get_binary().has_subtype() &&
-      j.get_binary().subtype() == kCborMessageSubtype) {
-    const auto& bytes = j.get_binary();
-    if (bytes.empty() || (bytes[0] >> 5) != 5)
-      throw CheckpointError(errc::kCheckpointInvalid, "an encoded message must be a CBOR map");
-    w.raw(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-  } else if (j.is_array()) {
-    w.array(j.size());
-    for (const json& item : j) write_with_messages(w, item);
-  } else {
-    w.value(j);
-  }
-}
-
 /// A write stored as log positions: `{"$log": {"ranges": [[from, to], ...]}}`.
 constexpr std::string_view kLogWrite = "$log";
 /// A write stored as the version of the channel's blob: `{"$blob": version}`.
 constexpr std::string_view kBlobWrite = "$blob";
+/// A write whose value looks like a reference, escaped: `{"$value": value}`.
+constexpr std::string_view kEscapedWrite = "$value";
+
+/// True for a write value a reader would take for a reference (or an escaped value).
+inline bool looks_like_reference(const json& value) {
+  return value.is_object() && value.size() == 1 &&
+         (value.contains(kLogWrite) || value.contains(kBlobWrite) || value.contains(kEscapedWrite));
+}
 
 /// The last `count` positions of a view.
 inline Ranges last_positions(const Ranges& view, std::uint64_t count) {
@@ -449,6 +440,28 @@ inline bool is_cbor_item(std::string_view bytes) {
     }
   } while (!open.empty());
   return at == bytes.size();
+}
+
+/// A task write's value as put_writes stores it: `value` (escaped when it looks like a
+/// reference), or the list of pre-encoded `items` (each checked to be one CBOR value).
+inline void write_plain(CborWriter& w, const TaskWrite& write) {
+  if (write.kind != TaskWrite::Kind::items) {
+    if (looks_like_reference(write.value)) {
+      w.map(1);
+      w.text(kEscapedWrite);
+    }
+    w.value(write.value);
+    return;
+  }
+  w.array(write.items.size());
+  for (const std::string& item : write.items) {
+    if (!is_cbor_item(item)) {
+      throw CheckpointError(
+          errc::kCheckpointInvalid,
+          "a write to channel '" + write.channel + "' has an item that is not one CBOR value");
+    }
+    w.raw(item);
+  }
 }
 
 /// Appends base positions [from, to) of a list stored as `base` ranges, as log ranges.

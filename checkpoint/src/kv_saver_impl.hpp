@@ -31,6 +31,8 @@ struct KvCheckpointer::Impl {
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path);
+  void put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                       const std::string& task_path);
   std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config);
   std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
                                                   const std::string& checkpoint_ns);
@@ -101,17 +103,16 @@ struct KvCheckpointer::Impl {
   void commit(Staged& staged);
   /// Writes a task's writes as a bundle, `[[channel, value], ...]` (write_value for each).
   void write_bundle(detail::CborWriter<std::string>& w, const std::string& prefix,
-                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const Staged& staged, const InlineValues& stored);
-  /// Writes a bundled write's value; values the staged checkpoint stores (its message views in
-  /// `staged`, its inline values `stored`) become references.
+                    const std::vector<TaskWrite>& writes, const Staged& staged,
+                    const InlineValues& stored);
+  /// Writes a bundled write's value; writes of kinds `appended` and `stored` refer to what the
+  /// staged checkpoint stores (its views in `staged`, its inline values `stored`).
   void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
-                   const std::string& channel, const nlohmann::json& value, const Staged& staged,
-                   const InlineValues& stored);
-  /// Adds a task's writes to `batch`, one key each (put_writes' rules). Caller holds write_mu_.
+                   const TaskWrite& write, const Staged& staged, const InlineValues& stored);
+  /// Adds a task's writes to `batch`, one key each (put_writes' rules; no `appended` kind).
+  /// Caller holds write_mu_.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
-                    const std::vector<std::pair<std::string, nlohmann::json>>& writes,
-                    const std::string& task_id, const std::string& task_path);
+                    const TaskWrites& task, const std::string& task_path);
   /// Stages the writes of a task that just made the staged checkpoint of `config`'s child, as
   /// one bundle under `config`'s checkpoint. Caller holds write_mu_.
   void stage_bundle(Staged& staged, const CheckpointConfig& config, const TaskWrites& task);

@@ -63,8 +63,59 @@ std::vector<CheckpointConfig> Checkpointer::put_all(const std::vector<Checkpoint
     }
   }
   for (const auto& p : puts) {
-    for (const auto& w : p.writes) put_writes(p.config, w.writes, w.task_id);
+    for (const auto& w : p.writes)
+      put_writes(p.config, plain_writes(w.writes, &p.checkpoint), w.task_id);
     out.push_back(put(p.config, p.checkpoint, p.metadata, p.new_versions));
+  }
+  return out;
+}
+
+void Checkpointer::put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                                   const std::string& task_path) {
+  put_writes(config, plain_writes(task.writes), task.task_id, task_path);
+}
+
+std::vector<std::pair<std::string, nlohmann::json>> plain_writes(
+    const std::vector<TaskWrite>& writes, const Checkpoint* checkpoint) {
+  std::vector<std::pair<std::string, nlohmann::json>> out;
+  out.reserve(writes.size());
+  for (const auto& w : writes) {
+    switch (w.kind) {
+      case TaskWrite::Kind::value:
+      case TaskWrite::Kind::stored:
+        out.emplace_back(w.channel, w.value);
+        break;
+      case TaskWrite::Kind::items: {
+        nlohmann::json list = nlohmann::json::array();
+        for (const auto& item : w.items) {
+          try {
+            list.push_back(nlohmann::json::from_cbor(item));
+          } catch (const nlohmann::json::exception& e) {
+            throw CheckpointError(
+                errc::kCheckpointInvalid,
+                "a write to channel '" + w.channel + "' has an item that is not CBOR: " + e.what());
+          }
+        }
+        out.emplace_back(w.channel, std::move(list));
+        break;
+      }
+      case TaskWrite::Kind::appended: {
+        const nlohmann::json* list = nullptr;
+        if (checkpoint) {
+          auto it = checkpoint->channel_values.find(w.channel);
+          if (it != checkpoint->channel_values.end() && it->is_array()) list = &*it;
+        }
+        if (!list || list->size() < w.count) {
+          throw CheckpointError(errc::kCheckpointInvalid,
+                                "an appended write to channel '" + w.channel +
+                                    "' without the list it appended to in the same put");
+        }
+        out.emplace_back(
+            w.channel,
+            nlohmann::json(list->end() - static_cast<std::ptrdiff_t>(w.count), list->end()));
+        break;
+      }
+    }
   }
   return out;
 }

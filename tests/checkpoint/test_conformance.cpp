@@ -775,12 +775,21 @@ TEST_CASE_TEMPLATE(
   put_list(*saver, config(tid), c1, metadata("input", -1), {{"messages", 1}}, {-1, {item(msg(0))}});
   // c2 made by tasks "t1" (appended one message) and "t2" (wrote "big", "n" and a goto).
   auto c2 = checkpoint({{"big", big}, {"n", 7}}, {{"messages", 2}, {"big", 2}, {"n", 2}});
+  auto appended = [](const std::string& channel, std::uint64_t count) {
+    sg::TaskWrite w;
+    w.channel = channel;
+    w.kind = sg::TaskWrite::Kind::appended;
+    w.count = count;
+    return w;
+  };
+  auto stored = [](const std::string& channel, json value) {
+    sg::TaskWrite w(channel, std::move(value));
+    w.kind = sg::TaskWrite::Kind::stored;
+    return w;
+  };
   std::vector<sg::TaskWrites> made_c2{
-      {"t1", {{"messages", {{std::string(sg::kAppendedWrite), 1}}}}},
-      {"t2",
-       {{"big", {{std::string(sg::kStoredWrite), big}}},
-        {"n", {{std::string(sg::kStoredWrite), 7}}},
-        {"branch:to:x", nullptr}}}};
+      {"t1", {appended("messages", 1)}},
+      {"t2", {stored("big", big), stored("n", 7), sg::TaskWrite("branch:to:x", nullptr)}}};
   put_list(*saver, config(tid, "", c1.id), c2, metadata(), {{"messages", 2}, {"big", 2}, {"n", 2}},
            {1, {kept(0, 1), item(msg(1))}}, made_c2);
   auto check_c1 = [&](const sg::CheckpointTuple& t) {
@@ -805,11 +814,8 @@ TEST_CASE_TEMPLATE(
   // A fork of c1 (c1 is no longer the newest): its writes are kept apart, and both branches'
   // writes read back.
   auto c3 = checkpoint({{"n", 8}}, {{"messages", 1}, {"n", 3}});
-  saver->put_all({{config(tid, "", c1.id),
-                   c3,
-                   metadata("fork"),
-                   {{"n", 3}},
-                   {{"t3", {{"n", {{std::string(sg::kStoredWrite), 8}}}}}}}});
+  saver->put_all(
+      {{config(tid, "", c1.id), c3, metadata("fork"), {{"n", 3}}, {{"t3", {stored("n", 8)}}}}});
   const auto t1 = saver->get_tuple(config(tid, "", c1.id));
   CHECK(t1->pending_writes.size() == 5);
   CHECK(count_writes(*t1, "t3", "n") == 1);
@@ -821,11 +827,8 @@ TEST_CASE_TEMPLATE(
   auto between = checkpoint({{"n", 5}}, {{"n", 5}});
   const std::string tid2 = sg::new_uuid4();
   saver->put(config(tid2), d1, metadata("input", -1), {{"n", 1}});
-  saver->put_all({{config(tid2, "", d1.id),
-                   d2,
-                   metadata(),
-                   {{"n", 2}},
-                   {{"t", {{"n", {{std::string(sg::kStoredWrite), 2}}}}}}}});
+  saver->put_all(
+      {{config(tid2, "", d1.id), d2, metadata(), {{"n", 2}}, {{"t", {stored("n", 2)}}}}});
   saver->put(config(tid2, "", d1.id), between, metadata("fork"), {{"n", 5}});  // sorts after d2
   const std::string tid3 = sg::new_uuid4();
   // The same shape with the middle checkpoint's id sorted between the parent and the child.
@@ -833,11 +836,8 @@ TEST_CASE_TEMPLATE(
   auto e_mid = checkpoint({{"n", 5}}, {{"n", 5}});
   auto e2 = checkpoint({{"n", 2}}, {{"n", 2}});
   saver->put(config(tid3), e1, metadata("input", -1), {{"n", 1}});
-  saver->put_all({{config(tid3, "", e1.id),
-                   e2,
-                   metadata(),
-                   {{"n", 2}},
-                   {{"t", {{"n", {{std::string(sg::kStoredWrite), 2}}}}}}}});
+  saver->put_all(
+      {{config(tid3, "", e1.id), e2, metadata(), {{"n", 2}}, {{"t", {stored("n", 2)}}}}});
   saver->put(config(tid3, "", e1.id), e_mid, metadata("fork"), {{"n", 5}});
   REQUIRE(e_mid.id > e1.id);
   REQUIRE(e_mid.id < e2.id);
@@ -849,10 +849,54 @@ TEST_CASE_TEMPLATE(
     REQUIRE(listed.size() == 3);
     CHECK(listed.back().pending_writes.size() == 1);
   }
-  // put_writes refuses the references, which only put_all resolves.
-  CHECK_THROWS_AS(
-      saver->put_writes(config(tid, "", c2.id), {{"n", {{std::string(sg::kStoredWrite), 1}}}}, "x"),
-      sg::CheckpointError);
+  // put_task_writes refuses an appended write, which only put_all resolves; a stored one is a
+  // plain value there.
+  CHECK_THROWS_AS(saver->put_task_writes(config(tid, "", c2.id), {"x", {appended("messages", 1)}}),
+                  sg::CheckpointError);
+  saver->put_task_writes(config(tid, "", c2.id), {"y", {stored("n", 1)}});
+  CHECK(count_writes(*saver->get_tuple(config(tid, "", c2.id)), "y", "n") == 1);
+}
+
+TEST_CASE_TEMPLATE("task writes: pre-encoded items, and values that look like references", F,
+                   MemoryFactory, RocksFactory) {
+  F factory;
+  auto saver = factory.make();
+  const std::string tid = sg::new_uuid4();
+  auto cp = checkpoint({{"n", 1}}, {{"n", 1}});
+  const auto stored = saver->put(config(tid), cp, metadata("input", -1), {{"n", 1}});
+  const json m1 = {{"type", "human"}, {"content", "hi"}, {"id", "1"}};
+  const json m2 = {{"type", "ai"}, {"content", "yo"}, {"id", "2"}};
+  sg::TaskWrite items;
+  items.channel = "messages";
+  items.kind = sg::TaskWrite::Kind::items;
+  for (const json& m : {m1, m2}) {
+    const auto cbor = json::to_cbor(m);
+    items.items.emplace_back(cbor.begin(), cbor.end());
+  }
+  // Plain JSON is never taken for a reference: what was written reads back.
+  const json lookalike = {{"$appended", 1}};
+  const json lookalike_blob = {{"$blob", 1}};
+  const json lookalike_log = {{"$log", {{"ranges", {{0, 1}}}}}};
+  const json lookalike_escaped = {{"$value", 3}};
+  saver->put_task_writes(stored, {"t", {items, sg::TaskWrite("a", lookalike)}});
+  saver->put_writes(stored, {{"b", lookalike_blob}, {"c", lookalike_log}}, "u");
+  // And in a bundle (the writes put_all keeps with the checkpoint they made).
+  auto next = checkpoint({{"n", 2}}, {{"n", 2}});
+  saver->put_all(
+      {{stored, next, metadata(), {{"n", 2}}, {{"v", {sg::TaskWrite("d", lookalike_escaped)}}}}});
+  const auto t = saver->get_tuple(stored);
+  REQUIRE(t->pending_writes.size() == 5);
+  CHECK(t->pending_writes[0].value == json::array({m1, m2}));
+  CHECK(t->pending_writes[1].value == lookalike);
+  CHECK(t->pending_writes[2].value == lookalike_blob);
+  CHECK(t->pending_writes[3].value == lookalike_log);
+  CHECK(t->pending_writes[4].value == lookalike_escaped);
+  // An item that is not one CBOR value is refused and nothing of the task is stored.
+  sg::TaskWrite bad = items;
+  bad.items.push_back("\xa1");  // a map head without its entry
+  CHECK_THROWS_AS(saver->put_task_writes(stored, {"t2", {sg::TaskWrite("a", 1), bad}}),
+                  sg::CheckpointError);
+  CHECK(saver->get_tuple(stored)->pending_writes.size() == 5);
 }
 
 TEST_CASE_TEMPLATE("latest_checkpoint_id follows puts, deletes and copies", F, MemoryFactory,

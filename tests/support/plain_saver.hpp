@@ -2,8 +2,8 @@
 
 // A checkpointer written from the public interface alone: it keeps the default put_all and
 // takes no deltas (stores_deltas() is false), storing through an InMemorySaver. It counts the
-// values it gets in a form only savers that take deltas should see (JSON binaries: pre-encoded
-// messages; {"$appended": k} / {"$stored": v} write values).
+// writes it gets in a form only savers that take deltas should see (TaskWrite kinds appended
+// and stored; JSON binaries).
 
 #include "support/forwarding_saver.hpp"
 
@@ -20,6 +20,13 @@ class PlainSaver final : public ForwardingSaver {
   }
   /// The interface's default: one put() per checkpoint, then its writes.
   std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts_to_store) override {
+    for (const auto& p : puts_to_store) {
+      for (const auto& task : p.writes) {
+        for (const auto& w : task.writes) {
+          if (w.kind == TaskWrite::Kind::appended || w.kind == TaskWrite::Kind::stored) ++encoded;
+        }
+      }
+    }
     return Checkpointer::put_all(puts_to_store);
   }
   void put_writes(const CheckpointConfig& config,
@@ -44,8 +51,6 @@ class PlainSaver final : public ForwardingSaver {
  private:
   void count_encoded(const nlohmann::json& value) {
     if (value.is_binary()) ++encoded;
-    if (value.is_object() && (value.contains(kAppendedWrite) || value.contains(kStoredWrite)))
-      ++encoded;
     if (value.is_structured()) {
       for (const auto& item : value) count_encoded(item);
     }

@@ -38,8 +38,10 @@ void ExecutorCore::save_writes(std::string task_id, ChannelWrites writes, bool w
     held_writes_.push_back(TaskWrites{std::move(task_id), std::move(writes)});
     return;
   }
-  auto job = [saver = saver_, config = current_config(), task_id = std::move(task_id),
-              writes = std::move(writes)] { saver->put_writes(config, writes, task_id); };
+  auto job = [saver = saver_, config = current_config(),
+              task = TaskWrites{std::move(task_id), std::move(writes)}] {
+    saver->put_task_writes(config, task);
+  };
   if (writer_) {
     writer_->submit(std::move(job));
   } else {
@@ -260,9 +262,9 @@ void ExecutorCore::finish_persisting(bool finished) {
     // Only the writes of the checkpoint stored last: those of earlier steps are in it.
     for (auto& [checkpoint_id, task_id, writes] : exit_writes_) {
       if (checkpoint_id != current_id_) continue;
-      saver_->put_writes(
+      saver_->put_task_writes(
           CheckpointConfig{shared_->cfg.thread_id, shared_->cfg.checkpoint_ns, checkpoint_id},
-          writes, task_id);
+          TaskWrites{task_id, std::move(writes)});
     }
     exit_writes_.clear();
   }
@@ -270,13 +272,12 @@ void ExecutorCore::finish_persisting(bool finished) {
     // No checkpoint followed (the step failed while applying its writes): the writes go alone,
     // except those that only refer to that checkpoint's messages.
     for (auto& w : held_writes_) {
-      if (std::any_of(w.writes.begin(), w.writes.end(), [](const auto& cw) {
-            return cw.second.is_object() && cw.second.contains(kAppendedWrite);
-          })) {
+      if (std::any_of(w.writes.begin(), w.writes.end(),
+                      [](const TaskWrite& cw) { return cw.kind == TaskWrite::Kind::appended; })) {
         continue;
       }
       auto job = [saver = saver_, config = current_config(), w = std::move(w)] {
-        saver->put_writes(config, w.writes, w.task_id);
+        saver->put_task_writes(config, w);
       };
       if (writer_) {
         writer_->submit(std::move(job));
@@ -368,8 +369,8 @@ bool ExecutorCore::take_cached(Task& t, const std::string& key) {
 
 void ExecutorCore::put_cached(const Task& t, const std::string& key, const CachePolicy& policy) {
   nlohmann::json entry = nlohmann::json::array();
-  for (auto& [channel, value] : output_writes(t))
-    entry.push_back(nlohmann::json::array({channel, std::move(value)}));
+  for (auto& w : output_writes(t))
+    entry.push_back(nlohmann::json::array({std::move(w.channel), std::move(w.value)}));
   graph_->options.cache->set(name_of(t.node), key, std::move(entry), policy.ttl);
 }
 

@@ -110,9 +110,9 @@ void ExecutorCore::emit_task_finished_now(const Task& t, bool replayed) {
     for (const auto& i : t.interrupts)
       payload["interrupts"].push_back({{"id", i.id}, {"value", i.value}});
   } else if (t.has_output && json_state_) {
-    for (auto& [channel, value] : output_writes(t)) {
-      if (channel != kGotoWrite && channel != kNoWrites)
-        add_result_write(payload["result"], channel, value);
+    for (auto& w : output_writes(t)) {
+      if (w.channel != kGotoWrite && w.channel != kNoWrites)
+        add_result_write(payload["result"], w.channel, w.value);
     }
   }
   sink(StreamMode::debug, step_, name_of(t.node),

@@ -41,6 +41,10 @@ class KvCheckpointer : public Checkpointer {
   void put_writes(const CheckpointConfig& config,
                   const std::vector<std::pair<std::string, nlohmann::json>>& writes,
                   const std::string& task_id, const std::string& task_path = {}) override;
+  /// Checkpointer::put_task_writes: pre-encoded items are stored as they are. One atomic
+  /// write. Throws CheckpointError (also for an item that is not one CBOR value).
+  void put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                       const std::string& task_path = {}) override;
   /// Checkpointer::get_tuple. Throws CheckpointError naming the thread and checkpoint.
   std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override;
   /// Checkpointer::latest_checkpoint_id, from memory after the first call per namespace.

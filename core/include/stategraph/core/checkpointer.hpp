@@ -48,11 +48,6 @@ struct CheckpointConfig {
 /// Channel name -> version. A channel gets a new version whenever it is written.
 using ChannelVersions = std::map<std::string, std::int64_t>;
 
-/// In the value of a put_writes() / put_all() write to a message list, an item that is a JSON
-/// binary with this subtype is a message already encoded as CBOR (json::from_cbor() of its bytes
-/// gives the message object). Reads give the object.
-inline constexpr std::uint8_t kCborMessageSubtype = 0x53;
-
 /// A snapshot of a graph's channels. `id` is time-ordered (ids sort by creation time);
 /// `channel_values` holds a value for each channel that has one (a list channel may instead be
 /// given to put_all() as a ListDelta; reads always return plain values).
@@ -111,20 +106,45 @@ enum class PruneStrategy : std::uint8_t { keep_latest, delete_all };
 /// `step`), strictly greater than every id made before in this process. Thread-safe.
 [[nodiscard]] std::string new_checkpoint_id(int step);
 
-/// A task's writes for Checkpointer::put_all, saved as put_writes() would against the put's
-/// `config` (the checkpoint the task ran from).
-struct TaskWrites {
-  std::string task_id;
-  std::vector<std::pair<std::string, nlohmann::json>> writes;
+/// One write of a task, as a graph gives it to Checkpointer::put_all() and put_task_writes().
+/// Savers whose stores_deltas() is false only get kinds `value` and `items`.
+struct TaskWrite {
+  /// - value: `value` is the write.
+  /// - items: the write is a list whose items are `items`, each one CBOR value (a message as
+  ///   sg::message_to_cbor writes it): pre-encoded, so a saver can store the bytes as they are.
+  /// - appended (put_all only): the write appended exactly the last `count` items of this list
+  ///   channel's value in the checkpoint of the same put; `value` is unused.
+  /// - stored (put_all only): the write is `value`, which is also the channel's value in the
+  ///   checkpoint of the same put (a saver may keep one copy).
+  enum class Kind : std::uint8_t { value, items, appended, stored };
+
+  TaskWrite() = default;
+  /// A write of kind `value`.
+  TaskWrite(std::string channel_name, nlohmann::json written)
+      : channel(std::move(channel_name)), value(std::move(written)) {}
+
+  std::string channel;
+  nlohmann::json value{};
+  Kind kind = Kind::value;
+  std::uint64_t count = 0;
+  std::vector<std::string> items{};
+
+  friend bool operator==(const TaskWrite&, const TaskWrite&) = default;
 };
 
-/// In a TaskWrites value, `{"$appended": k}` stands for the last k items of that message-list
-/// channel in the checkpoint of the same put: a task appended exactly them. Only savers whose
-/// stores_deltas() is true get it; a read gives the items.
-inline constexpr std::string_view kAppendedWrite = "$appended";
-/// In a TaskWrites value, `{"$stored": v}`: the write is v, which is also the channel's value in
-/// the checkpoint of the same put (a saver may keep one copy). Same savers as kAppendedWrite.
-inline constexpr std::string_view kStoredWrite = "$stored";
+/// A task's writes for Checkpointer::put_all (saved as put_writes() would against the put's
+/// `config`: the checkpoint the task ran from) and put_task_writes().
+struct TaskWrites {
+  std::string task_id;
+  std::vector<TaskWrite> writes;
+};
+
+/// The writes as put_writes() takes them: each as its JSON value (`items` decoded; `stored`
+/// kept). `checkpoint` (the put's, when the writes go with one) resolves `appended` writes from
+/// its list values. Throws CheckpointError ("checkpoint.invalid") for an item that is not CBOR
+/// or an `appended` write it cannot resolve.
+[[nodiscard]] std::vector<std::pair<std::string, nlohmann::json>> plain_writes(
+    const std::vector<TaskWrite>& writes, const Checkpoint* checkpoint = nullptr);
 
 /// One piece of a ListDelta: a range [from, to) of the base version's items, or one new item
 /// encoded as CBOR (a message as sg::message_to_cbor writes it, any other value as
@@ -184,6 +204,12 @@ class Checkpointer {
   /// nothing is stored.
   virtual std::vector<CheckpointConfig> put_all(const std::vector<CheckpointPut>& puts);
 
+  /// Saves a task's writes (kinds `value` and `items`; `stored` counts as `value`) as
+  /// put_writes() does. The default calls put_writes() with plain_writes(task.writes). Throws as
+  /// put_writes(), and CheckpointError ("checkpoint.invalid") for an `appended` write.
+  virtual void put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
+                               const std::string& task_path = {});
+
   /// Saves a task's writes against the checkpoint `config` names. Regular writes are kept if
   /// already present for (task_id, index); special channels (kErrorChannel, ...) replace.
   /// Throws CheckpointError without a thread_id or checkpoint_id.
@@ -216,9 +242,9 @@ class Checkpointer {
   /// interrupted run can still resume), or deletes the threads.
   virtual void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy) = 0;
 
-  /// True when put_all() takes list channels as deltas (CheckpointPut::lists) and resolves
-  /// `{"$appended": k}` and `{"$stored": v}` write values (kAppendedWrite, kStoredWrite): graphs
-  /// then send only what changed, and each value once. False: plain values only.
+  /// True when put_all() takes list channels as deltas (CheckpointPut::lists) and task writes of
+  /// kinds `appended` and `stored` (TaskWrite): graphs then send only what changed, and each
+  /// value once. False: plain values only.
   [[nodiscard]] virtual bool stores_deltas() const noexcept { return false; }
 
   /// The durability graphs use with this checkpointer unless the run says otherwise.

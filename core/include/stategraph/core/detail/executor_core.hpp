@@ -212,8 +212,8 @@ struct NodeAttempt {
   void end(std::exception_ptr thrown, RunShared& shared);
 };
 
-/// A task's or an update's writes as saved: (channel, value) in order.
-using ChannelWrites = std::vector<std::pair<std::string, nlohmann::json>>;
+/// A task's or an update's writes as saved, in order.
+using ChannelWrites = std::vector<TaskWrite>;
 
 /// How the supersteps of a run ended.
 struct StepsOutcome {

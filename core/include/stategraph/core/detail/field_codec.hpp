@@ -40,30 +40,7 @@ concept TrackedListReducer = CachedReducer<R> &&
   c.rebase(v);
 };
 
-/// A message pre-encoded as CBOR, as a JSON binary (see kCborMessageSubtype).
-inline nlohmann::json encoded_message_json(const Message& message) {
-  std::vector<std::uint8_t> bytes;
-  bytes.reserve(message.content.is_string() ? message.content.str().size() + 64 : 256);
-  message_to_cbor(message, bytes);
-  return nlohmann::json::binary(std::move(bytes), kCborMessageSubtype);
-}
-
-/// The JSON of a field write for a saver: like write_to_json, but messages appended to a
-/// message list are pre-encoded (encoded_message_json).
-template <Reducer R>
-nlohmann::json saved_write_json(const Write<R>& write) {
-  if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
-    if (const auto* update = std::get_if<0>(&write); update && !update->is_keep()) {
-      nlohmann::json out(nlohmann::json::value_t::array);
-      out.get_ref<nlohmann::json::array_t&>().reserve(update->items().size());
-      for (const auto& m : update->items()) out.push_back(encoded_message_json(m));
-      return out;
-    }
-  }
-  return write_to_json<R>(write);
-}
-
-/// One new element of a tracked list for a ListDelta: its CBOR.
+/// One new element of a list for a ListDelta or a TaskWrite of kind `items`: its CBOR.
 template <class T>
 std::string tracked_element_cbor(const T& element) {
   std::string bytes;
@@ -74,6 +51,23 @@ std::string tracked_element_cbor(const T& element) {
     CborWriter<std::string>(bytes).value(nlohmann::json(element));
   }
   return bytes;
+}
+
+/// A field write for a saver: like write_to_json, but messages appended to a message list go
+/// pre-encoded (a write of kind `items`).
+template <Reducer R>
+TaskWrite saver_write(std::string_view field, const Write<R>& write) {
+  if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
+    if (const auto* update = std::get_if<0>(&write); update && !update->is_keep()) {
+      TaskWrite out;
+      out.channel = std::string(field);
+      out.kind = TaskWrite::Kind::items;
+      out.items.reserve(update->items().size());
+      for (const auto& m : update->items()) out.items.push_back(tracked_element_cbor(m));
+      return out;
+    }
+  }
+  return TaskWrite(std::string(field), write_to_json<R>(write));
 }
 
 /// A tracked list as a ListDelta against the version stored as `base_version` (-1: none): the
@@ -194,11 +188,10 @@ struct FieldCodec {
   }
 
   /// Appends the writes of `update` as saved, field by field. `for_saver`: messages appended to
-  /// a message list go pre-encoded (saved_write_json), for savers that take deltas.
-  /// `appendable` (with `state` and `caches` before the update applies): the writes go with the
-  /// step's checkpoint, which their task alone produces: messages it only appends are sent as
-  /// {"$appended": k} (kAppendedWrite) and a last value as {"$stored": v} (kStoredWrite), so the
-  /// saver keeps one copy.
+  /// a message list go pre-encoded (saver_write), for savers that take deltas. `appendable`
+  /// (with `state` and `caches` before the update applies): the writes go with the step's
+  /// checkpoint, which their task alone produces: messages it only appends are sent as a write
+  /// of kind `appended` and a last value as one of kind `stored`, so the saver keeps one copy.
   static void append_writes(const Update<S>& update, ChannelWrites& writes, bool for_saver = false,
                             bool appendable = false, const S* state = nullptr,
                             Caches* caches = nullptr) {
@@ -210,23 +203,25 @@ struct FieldCodec {
           if (!slot) return;
           if (appendable) {
             if (auto k = pure_append<i>(*slot, *state, *caches)) {
-              nlohmann::json appended(nlohmann::json::value_t::object);
-              appended.get_ref<nlohmann::json::object_t&>().emplace(std::string(kAppendedWrite),
-                                                                    *k);
-              writes.emplace_back(std::string(field_t<S, i>::name), std::move(appended));
+              auto& w = writes.emplace_back();
+              w.channel = std::string(field_t<S, i>::name);
+              w.kind = TaskWrite::Kind::appended;
+              w.count = *k;
               return;
             }
             if constexpr (kSingleWriter<R>) {
               if (slot->index() == 0) {
-                nlohmann::json stored(nlohmann::json::value_t::object);
-                stored[std::string(kStoredWrite)] = write_to_json<R>(*slot);
-                writes.emplace_back(std::string(field_t<S, i>::name), std::move(stored));
+                writes.emplace_back(std::string(field_t<S, i>::name), write_to_json<R>(*slot))
+                    .kind = TaskWrite::Kind::stored;
                 return;
               }
             }
           }
-          writes.emplace_back(std::string(field_t<S, i>::name),
-                              for_saver ? saved_write_json<R>(*slot) : write_to_json<R>(*slot));
+          if (for_saver) {
+            writes.push_back(saver_write<R>(field_t<S, i>::name, *slot));
+          } else {
+            writes.emplace_back(std::string(field_t<S, i>::name), write_to_json<R>(*slot));
+          }
         }
       });
     }
