@@ -62,7 +62,7 @@ format-check: deps
 tidy: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS) \
 	  > /dev/null
-	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' \
+	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' \
 	  'cli/src/*.cpp' | grep -v 'core/src/executor/async.cpp' | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p $(BUILD_DIR) --quiet
 

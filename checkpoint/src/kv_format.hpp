@@ -20,8 +20,8 @@
 
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 #include <stategraph/core/detail/cbor.hpp>
-#include <stategraph/core/detail/kv.hpp>
-#include <stategraph/core/detail/record.hpp>
+#include <stategraph/kv/kv.hpp>
+#include <stategraph/kv/record.hpp>
 
 #include <boost/uuid/uuid.hpp>
 #include <boost/uuid/uuid_io.hpp>

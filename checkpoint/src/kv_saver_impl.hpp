@@ -4,7 +4,7 @@
 #pragma once
 
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
-#include <stategraph/core/detail/kv.hpp>
+#include <stategraph/kv/kv.hpp>
 
 #include <cstdint>
 #include <map>

@@ -1,5 +1,5 @@
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
-#include <stategraph/detail/rocks_db.hpp>
+#include <stategraph/kv/rocks_db.hpp>
 
 #include <fmt/format.h>
 

@@ -10,8 +10,8 @@
 // A namespace prefix is the key range [enc(prefix), enc(prefix) with its last \0 -> \1).
 #pragma once
 
-#include <stategraph/core/detail/kv.hpp>
-#include <stategraph/core/detail/record.hpp>
+#include <stategraph/kv/kv.hpp>
+#include <stategraph/kv/record.hpp>
 #include <stategraph/store/store.hpp>
 
 #include <fmt/format.h>

@@ -3,7 +3,7 @@
 // search and list_namespaces. The format: kv_store_format.hpp.
 #pragma once
 
-#include <stategraph/core/detail/kv.hpp>
+#include <stategraph/kv/kv.hpp>
 #include <stategraph/store/kv_store.hpp>
 
 #include <atomic>

@@ -1,4 +1,4 @@
-#include <stategraph/detail/rocks_db.hpp>
+#include <stategraph/kv/rocks_db.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
 
 #include <fmt/format.h>

@@ -1,8 +1,8 @@
 // The storage pieces under the checkpoint savers and stores: the CBOR writer (against
 // json::to_cbor on random JSON), record framing, MemoryKv and prefix_end.
 #include <stategraph/core/detail/cbor.hpp>
-#include <stategraph/core/detail/kv.hpp>
-#include <stategraph/core/detail/record.hpp>
+#include <stategraph/kv/kv.hpp>
+#include <stategraph/kv/record.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

@@ -11,6 +11,20 @@ function(run)
 endfunction()
 
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+
+# The internal kv module installs its archive, never its headers, and no installed header needs
+# them.
+if(EXISTS ${prefix}/include/stategraph/kv)
+  message(FATAL_ERROR "the internal kv headers were installed")
+endif()
+file(GLOB_RECURSE installed_headers ${prefix}/include/stategraph/*.hpp)
+foreach(header ${installed_headers})
+  file(STRINGS ${header} kv_includes REGEX "#include <stategraph/kv/")
+  if(kv_includes)
+    message(FATAL_ERROR "${header} includes an internal kv header: ${kv_includes}")
+  endif()
+endforeach()
+
 run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release)
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
@@ -19,3 +33,11 @@ if(NOT last_output MATCHES "Human: hello\nAI: hi there")
   message(FATAL_ERROR "unexpected consumer output: ${last_output}")
 endif()
 message(STATUS "consumer printed: ${last_output}")
+
+# The savers and stores, in memory and in RocksDB.
+file(MAKE_DIRECTORY ${WORK_DIR}/data)
+run(${WORK_DIR}/build/storage_consumer ${WORK_DIR}/data)
+if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
+  message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
+endif()
+message(STATUS "storage_consumer printed: ${last_output}")

@@ -1,4 +1,4 @@
-#include <stategraph/core/detail/kv.hpp>
+#include <stategraph/kv/kv.hpp>
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include <stategraph/detail/rocks_db.hpp>
+#include <stategraph/kv/rocks_db.hpp>
 
 #include <fmt/format.h>
 #include <rocksdb/db.h>

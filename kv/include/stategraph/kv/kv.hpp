@@ -2,7 +2,7 @@
 
 // The ordered key-value store under the checkpoint savers and the long-term memory stores
 // (internal): numbered key spaces (RocksDB column families), atomic batches, range scans.
-// MemoryKv keeps it in memory; detail::RocksDb (the rocks module) keeps it in RocksDB.
+// MemoryKv keeps it in memory; detail::RocksDb (rocks_db.hpp) keeps it in RocksDB.
 
 #include <array>
 #include <cstdint>

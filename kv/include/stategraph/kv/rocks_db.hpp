@@ -4,7 +4,7 @@
 // i-th family given to open()), shared by RocksDbSaver and RocksDbStore (internal: not part of
 // the public API). Errors are turned into the caller's exceptions.
 
-#include <stategraph/core/detail/kv.hpp>
+#include <stategraph/kv/kv.hpp>
 
 #include <cstdint>
 #include <functional>

@@ -1,4 +1,4 @@
-#include <stategraph/core/detail/record.hpp>
+#include <stategraph/kv/record.hpp>
 
 #include <zlib.h>
 
