@@ -12,29 +12,18 @@ namespace {
 
 const std::vector<std::string> kColumnNames{"checkpoints", "writes", "blobs", "messages"};
 
-[[noreturn]] void fail(detail::RocksFailure failure, const std::string& message) {
-  switch (failure) {
-    case detail::RocksFailure::locked:
-      throw CheckpointError(errc::kCheckpointLocked, "the checkpoint database " + message);
-    case detail::RocksFailure::corrupt:
-      throw CheckpointError(errc::kCheckpointCorrupt,
-                            "the checkpoint database is corrupt: " + message);
-    case detail::RocksFailure::io:
-      break;
-  }
-  throw CheckpointError(errc::kCheckpointIo, "the checkpoint database: " + message);
-}
-
 }  // namespace
 
 std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksDbOptions options) {
   // Writes are serialized by KvCheckpointer: single_writer skips RocksDB's concurrent machinery.
-  auto db = detail::RocksDb::open(path, kColumnNames,
-                                  {.fsync = options.fsync,
-                                   .create_if_missing = options.create_if_missing,
-                                   .single_writer = true,
-                                   .write_buffer_bytes = std::size_t{16} << 20},
-                                  fail);
+  auto db = detail::RocksDb::open(
+      path, kColumnNames,
+      {.fsync = options.fsync,
+       .create_if_missing = options.create_if_missing,
+       .single_writer = true,
+       .write_buffer_bytes = std::size_t{16} << 20},
+      detail::throw_as<CheckpointError>("the checkpoint database", errc::kCheckpointLocked,
+                                        errc::kCheckpointCorrupt, errc::kCheckpointIo));
   return std::shared_ptr<RocksDbSaver>(
       new RocksDbSaver(std::make_unique<Impl>(std::move(db)), path));
 }

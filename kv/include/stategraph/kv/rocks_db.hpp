@@ -27,6 +27,25 @@ enum class RocksFailure : std::uint8_t { locked, corrupt, io };
 /// Throws the caller's exception for a failure; must not return.
 using RocksFail = std::function<void(RocksFailure, const std::string& message)>;
 
+/// The RocksFail of a module: throws `Error(code, text)`, with the module's code for each kind of
+/// failure and a text that names the database (`what`, e.g. "the store database").
+template <class Error>
+RocksFail throw_as(std::string what, std::string_view locked, std::string_view corrupt,
+                   std::string_view io) {
+  return [what = std::move(what), locked, corrupt, io](RocksFailure failure,
+                                                       const std::string& message) {
+    switch (failure) {
+      case RocksFailure::locked:
+        throw Error(locked, what + " " + message);
+      case RocksFailure::corrupt:
+        throw Error(corrupt, what + " is corrupt: " + message);
+      case RocksFailure::io:
+        break;
+    }
+    throw Error(io, what + ": " + message);
+  };
+}
+
 /// Options of RocksDb::open.
 struct RocksOpenOptions {
   bool fsync = false;
