@@ -1,15 +1,30 @@
 #include <stategraph/core/cache.hpp>
 
+#include <nlohmann/json.hpp>
+
+#include <map>
+
 namespace sg {
 
-InMemoryCache::InMemoryCache(Clock clock) : clock_(std::move(clock)) {
+struct InMemoryCache::Entry {
+  nlohmann::json value;
+  std::optional<std::chrono::steady_clock::time_point> expires;
+};
+
+/// Namespace -> key -> entry.
+struct InMemoryCache::Entries : std::map<std::string, std::map<std::string, Entry>> {};
+
+InMemoryCache::InMemoryCache(Clock clock)
+    : clock_(std::move(clock)), entries_(std::make_unique<Entries>()) {
   if (!clock_) clock_ = [] { return std::chrono::steady_clock::now(); };
 }
 
+InMemoryCache::~InMemoryCache() = default;
+
 std::optional<nlohmann::json> InMemoryCache::get(const std::string& ns, const std::string& key) {
   std::lock_guard lock(mu_);
-  auto space = entries_.find(ns);
-  if (space == entries_.end()) return std::nullopt;
+  auto space = entries_->find(ns);
+  if (space == entries_->end()) return std::nullopt;
   auto it = space->second.find(key);
   if (it == space->second.end()) return std::nullopt;
   if (it->second.expires && clock_() >= *it->second.expires) {
@@ -26,16 +41,16 @@ void InMemoryCache::set(const std::string& ns, const std::string& key, nlohmann:
     expires = clock_() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*ttl);
   }
   std::lock_guard lock(mu_);
-  entries_[ns][key] = Entry{std::move(value), expires};
+  (*entries_)[ns][key] = Entry{std::move(value), expires};
 }
 
 void InMemoryCache::clear(const std::vector<std::string>& namespaces) {
   std::lock_guard lock(mu_);
   if (namespaces.empty()) {
-    entries_.clear();
+    entries_->clear();
     return;
   }
-  for (const auto& ns : namespaces) entries_.erase(ns);
+  for (const auto& ns : namespaces) entries_->erase(ns);
 }
 
 }  // namespace sg

@@ -3,11 +3,10 @@
 // Node caching (LangGraph's BaseCache / InMemoryCache): nodes with a CachePolicy keep the writes
 // of each input they ran on; a later task with the same key reuses them instead of running.
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -37,6 +36,9 @@ class InMemoryCache final : public Cache {
  public:
   using Clock = std::function<std::chrono::steady_clock::time_point()>;
   explicit InMemoryCache(Clock clock = {});
+  ~InMemoryCache() override;
+  InMemoryCache(const InMemoryCache&) = delete;
+  InMemoryCache& operator=(const InMemoryCache&) = delete;
 
   [[nodiscard]] std::optional<nlohmann::json> get(const std::string& ns,
                                                   const std::string& key) override;
@@ -45,13 +47,11 @@ class InMemoryCache final : public Cache {
   void clear(const std::vector<std::string>& namespaces) override;
 
  private:
-  struct Entry {
-    nlohmann::json value;
-    std::optional<std::chrono::steady_clock::time_point> expires;
-  };
+  struct Entry;
+  struct Entries;
   Clock clock_;
   std::mutex mu_;
-  std::map<std::string, std::map<std::string, Entry>> entries_;  // guarded by mu_
+  std::unique_ptr<Entries> entries_;  // guarded by mu_
 };
 
 }  // namespace sg

@@ -13,7 +13,7 @@
 //
 // They are never checkpointed, and writes to them are ignored.
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include <type_traits>
 
@@ -34,18 +34,12 @@ struct IsLastStep {
   friend bool operator==(const IsLastStep&, const IsLastStep&) = default;
 };
 
-inline void to_json(nlohmann::json& j, const RemainingSteps& v) {
-  j = v.value;
-}
-inline void from_json(const nlohmann::json& j, RemainingSteps& v) {
-  v.value = j.get<int>();
-}
-inline void to_json(nlohmann::json& j, const IsLastStep& v) {
-  j = v.value;
-}
-inline void from_json(const nlohmann::json& j, IsLastStep& v) {
-  v.value = j.get<bool>();
-}
+/// JSON conversions (a number, a boolean). from_json throws nlohmann::json::type_error for
+/// another type.
+void to_json(nlohmann::json& j, const RemainingSteps& v);
+void from_json(const nlohmann::json& j, RemainingSteps& v);
+void to_json(nlohmann::json& j, const IsLastStep& v);
+void from_json(const nlohmann::json& j, IsLastStep& v);
 
 /// True for the types of managed fields.
 template <class T>
