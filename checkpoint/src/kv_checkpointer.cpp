@@ -8,7 +8,9 @@ using namespace kv_format;  // NOLINT: this module's own helpers
 
 KvCheckpointer::Impl::Impl(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
 
-std::uint64_t KvCheckpointer::Impl::next_seq(const std::string& prefix) {
+std::uint64_t KvCheckpointer::Impl::next_seq(const Staged& staged, const std::string& prefix) {
+  if (auto staged_seq = staged.seqs.find(prefix); staged_seq != staged.seqs.end())
+    return staged_seq->second;
   auto it = next_seq_.find(prefix);
   if (it != next_seq_.end()) return it->second;
   std::uint64_t next = 0;
@@ -67,54 +69,47 @@ KvCheckpointer::Impl::LogRanges KvCheckpointer::Impl::base_view(
     if (it != views->end() && it->second.first == version) return it->second.second;
   }
   const Origin origin{config.thread_id, checkpoint.id, "message view"};
+  // The base's inline item [version, kind, value] (in the parent's record or another one), or
+  // its blob.
+  std::shared_ptr<const std::string> inline_item;
   json plain;  // the base stored as a whole value (a put() of the list, or a fork)
-  bool found = false;
   if (auto it = parent.find(channel);
       it != parent.end() && it->second.version == version && it->second.item) {
+    inline_item = it->second.item;
+  } else if (auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version))) {
+    char kind = 0;
+    json body = open_envelope(*stored, kViewBlob, origin, &kind);
+    if (kind == kViewBlob) return ranges_from_json(body, origin);
+    if (kind != kJsonBlob) corrupt(origin, fmt::format("record kind '{}' of a list", kind));
+    plain = std::move(body);
+  } else if (auto found =
+                 find_inline(staged, config.thread_id, config.checkpoint_ns, channel, version);
+             found && found->item) {
+    inline_item = std::move(found->item);
+  } else {
+    invalid(
+        fmt::format("list delta: channel '{}' has no version {} to build on", channel, version));
+  }
+  if (inline_item) {
     try {
-      json item = json::from_cbor(*it->second.item);
+      json item = json::from_cbor(*inline_item);
       if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
       plain = std::move(item.at(2));
-      found = true;
     } catch (const json::exception& e) {
       corrupt(origin, e.what());
-    }
-  }
-  if (!found) {
-    if (auto stored = kv_->get(Column::blobs, blob_key(prefix, channel, version))) {
-      char kind = 0;
-      json body = open_envelope(*stored, kViewBlob, origin, &kind);
-      if (kind == kViewBlob) return ranges_from_json(body, origin);
-      if (kind != kJsonBlob) corrupt(origin, fmt::format("record kind '{}' of a list", kind));
-      plain = std::move(body);
-    } else if (auto inlined =
-                   find_inline(staged, config.thread_id, config.checkpoint_ns, channel, version);
-               inlined && inlined->item) {
-      json item = json::from_cbor(*inlined->item);
-      if (item.at(1) == std::string(1, kViewBlob)) return ranges_from_json(item.at(2), origin);
-      plain = std::move(item.at(2));
-    } else {
-      invalid(
-          fmt::format("list delta: channel '{}' has no version {} to build on", channel, version));
     }
   }
   if (!plain.is_array()) {
     invalid(fmt::format("list delta: version {} of channel '{}' is not a list", version, channel));
   }
   // Its items go to the log once; the delta's ranges then refer to them.
-  auto seq_it = staged.seqs.find(log);
-  std::uint64_t seq = seq_it != staged.seqs.end() ? seq_it->second : next_seq(log);
+  std::uint64_t seq = next_seq(staged, log);
   Ranges ranges;
+  std::string cbor;
   for (const json& item : plain) {
-    std::string key_seq = log;
-    append_u64(key_seq, seq);
-    const auto cbor = json::to_cbor(item);
-    staged.batch.push_back(
-        {KvOp::Kind::put, Column::messages, std::move(key_seq),
-         envelope_of_cbor(kLogEntry, std::string_view(reinterpret_cast<const char*>(cbor.data()),
-                                                      cbor.size()))});
-    push_range(ranges, seq, seq + 1);
-    ++seq;
+    cbor.clear();
+    CborWriter(cbor).value(item);
+    stage_log_item(staged.batch, log, seq, cbor, ranges);
   }
   staged.seqs[log] = seq;
   return ranges;
@@ -221,8 +216,7 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
                                                      config, checkpoint)
                                          : Ranges{};
     const std::string log = log_prefix(prefix, channel);
-    auto seq_it = staged.seqs.find(log);
-    std::uint64_t seq = seq_it != staged.seqs.end() ? seq_it->second : next_seq(log);
+    std::uint64_t seq = next_seq(staged, log);
     Ranges ranges;
     for (const ListPiece& piece : delta->pieces) {
       if (!piece.is_new()) {
@@ -232,12 +226,7 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
       if (!is_cbor_item(piece.item))
         invalid(
             fmt::format("list delta of channel '{}': a new item is not one CBOR value", channel));
-      std::string key_seq = log;
-      append_u64(key_seq, seq);
-      batch.push_back({KvOp::Kind::put, Column::messages, std::move(key_seq),
-                       envelope_of_cbor(kLogEntry, piece.item)});
-      push_range(ranges, seq, seq + 1);
-      ++seq;
+      stage_log_item(batch, log, seq, piece.item, ranges);
     }
     staged.seqs[log] = seq;
     store(channel, version, kViewBlob, [&](CborWriter& w) { write_view(w, ranges); });

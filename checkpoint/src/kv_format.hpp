@@ -356,6 +356,18 @@ inline std::string envelope_of_cbor(char kind, std::string_view body) {
       kind, [&](CborWriter& w) { w.raw(body); }, detail::kRecordHeaderSize + body.size());
 }
 
+/// Stages `cbor` (one CBOR value) as item `seq` of the log whose keys start with `log`, adds it to
+/// `ranges` and advances `seq`.
+inline void stage_log_item(std::vector<detail::KvOp>& batch, const std::string& log,
+                           std::uint64_t& seq, std::string_view cbor, Ranges& ranges) {
+  std::string key = log;
+  append_u64(key, seq);
+  batch.push_back({detail::KvOp::Kind::put, Column::messages, std::move(key),
+                   envelope_of_cbor(kLogEntry, cbor)});
+  push_range(ranges, seq, seq + 1);
+  ++seq;
+}
+
 /// Whether `bytes` are exactly one CBOR value json::from_cbor reads: definite or indefinite
 /// lengths, no tags, simple values false/true/null and floats only. Hand-written: checking with
 /// json::sax_parse cost about 5,800 instructions per message (callgrind, summarize_trim), more

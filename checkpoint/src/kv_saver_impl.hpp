@@ -121,7 +121,8 @@ struct KvCheckpointer::Impl {
   LogRanges base_view(Staged& staged, const InlineValues& parent, const std::string& prefix,
                       const std::string& channel, std::int64_t version,
                       const CheckpointConfig& config, const Checkpoint& checkpoint);
-  std::uint64_t next_seq(const std::string& log_prefix);
+  /// The next sequence number of a log, counting the items `staged` adds.
+  std::uint64_t next_seq(const Staged& staged, const std::string& log_prefix);
   void forget_thread(const std::string& thread_prefix);
 
   std::unique_ptr<detail::KvBackend> kv_;

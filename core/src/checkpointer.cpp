@@ -127,6 +127,18 @@ std::optional<std::string> Checkpointer::latest_checkpoint_id(const std::string&
   return latest->config.checkpoint_id;
 }
 
+std::int64_t newest_channel_version(Checkpointer& saver, const std::string& thread_id,
+                                    const std::string& checkpoint_ns) {
+  std::int64_t version = 0;
+  for (const auto& t : saver.list({.thread_id = thread_id,
+                       .checkpoint_ns = checkpoint_ns,
+                       .limit = 1,
+                       .include_values = false})) {
+    for (const auto& [channel, v] : t.checkpoint.channel_versions) version = std::max(version, v);
+  }
+  return version;
+}
+
 CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& source,
                                  const ForkOptions& options) {
   const std::string& from = source.config.thread_id;
@@ -140,15 +152,9 @@ CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& sou
     }
     saver.copy_thread(from, target);
   }
-  // The newest checkpoint of a thread holds its highest versions (forks and runs from older
-  // checkpoints raise theirs above it).
-  std::int64_t version = 0;
+  std::int64_t version = newest_channel_version(saver, target, ns);
   for (const auto& [channel, v] : source.checkpoint.channel_versions)
     version = std::max(version, v);
-  for (const auto& t : saver.list(
-           {.thread_id = target, .checkpoint_ns = ns, .limit = 1, .include_values = false})) {
-    for (const auto& [channel, v] : t.checkpoint.channel_versions) version = std::max(version, v);
-  }
   ++version;
 
   const int step = source.metadata.value("step", -1);
@@ -169,11 +175,9 @@ CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& sou
       if (current != source.checkpoint.channel_versions.end() && v >= current->second) v = version;
     }
   }
-  const CheckpointConfig& parent =
-      options.sibling && source.parent_config
-          ? *source.parent_config
-          : (options.sibling ? CheckpointConfig{target, ns, {}} : source.config);
-  put.config = CheckpointConfig{target, ns, parent.checkpoint_id};
+  std::string parent_id = source.config.checkpoint_id;
+  if (options.sibling) parent_id = source.parent_config ? source.parent_config->checkpoint_id : "";
+  put.config = CheckpointConfig{target, ns, std::move(parent_id)};
   put.metadata =
       nlohmann::json{{"source", "fork"},
                      {"step", step + 1},

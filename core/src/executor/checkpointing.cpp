@@ -51,18 +51,11 @@ void ExecutorCore::save_writes(std::string task_id, ChannelWrites writes, bool w
 
 /// Before the first checkpoint on top of an explicitly chosen (maybe older) checkpoint: new
 /// versions must exceed every version of the thread, or the new branch would overwrite values
-/// that the other branch's checkpoints still use. The newest checkpoint holds the highest.
+/// that the other branch's checkpoints still use.
 void ExecutorCore::raise_to_thread_versions() {
   above_thread_versions_ = false;
-  ListOptions newest;
-  newest.thread_id = shared_->cfg.thread_id;
-  newest.checkpoint_ns = shared_->cfg.checkpoint_ns;
-  newest.limit = 1;
-  newest.include_values = false;
-  for (const auto& t : saver_->list(newest)) {
-    for (const auto& [ch, v] : t.checkpoint.channel_versions)
-      max_version_ = std::max(max_version_, v);
-  }
+  max_version_ = std::max(max_version_, newest_channel_version(*saver_, shared_->cfg.thread_id,
+                                                               shared_->cfg.checkpoint_ns));
 }
 
 /// Records a checkpoint of the run's current state (stored now, in the background, or at the

@@ -279,7 +279,6 @@ std::optional<CheckpointTuple> ExecutorCore::load_for_update() {
 }
 
 CheckpointConfig ExecutorCore::copy_checkpoint(const CheckpointTuple& loaded) {
-  finish_persisting();
   stored_ = fork_checkpoint(*saver_, loaded, ForkOptions{.sibling = true});
   return stored_;
 }

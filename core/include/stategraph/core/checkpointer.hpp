@@ -251,6 +251,12 @@ class Checkpointer {
   [[nodiscard]] virtual Durability default_durability() const noexcept { return Durability::async; }
 };
 
+/// The highest channel version a thread's namespace has used (0 when it has no checkpoint): its
+/// newest checkpoint's, since forks and runs from older checkpoints raise their versions above
+/// every version before. Throws what the saver throws. Thread-safe if the saver is.
+[[nodiscard]] std::int64_t newest_channel_version(Checkpointer& saver, const std::string& thread_id,
+                                                  const std::string& checkpoint_ns);
+
 /// What fork_checkpoint() makes.
 struct ForkOptions {
   /// The thread the copy goes to; empty: the source's. Another thread must have no checkpoints:

@@ -56,7 +56,7 @@ std::string tracked_element_cbor(const T& element) {
 /// A field write for a saver: like write_to_json, but messages appended to a message list go
 /// pre-encoded (a write of kind `items`).
 template <Reducer R>
-TaskWrite saver_write(std::string_view field, const Write<R>& write) {
+TaskWrite write_for_saver(std::string_view field, const Write<R>& write) {
   if constexpr (std::is_same_v<typename R::update_type, ListUpdate<Message>>) {
     if (const auto* update = std::get_if<0>(&write); update && !update->is_keep()) {
       TaskWrite out;
@@ -188,7 +188,7 @@ struct FieldCodec {
   }
 
   /// Appends the writes of `update` as saved, field by field. `for_saver`: messages appended to
-  /// a message list go pre-encoded (saver_write), for savers that take deltas. `appendable`
+  /// a message list go pre-encoded (write_for_saver), for savers that take deltas. `appendable`
   /// (with `state` and `caches` before the update applies): the writes go with the step's
   /// checkpoint, which their task alone produces: messages it only appends are sent as a write
   /// of kind `appended` and a last value as one of kind `stored`, so the saver keeps one copy.
@@ -218,7 +218,7 @@ struct FieldCodec {
             }
           }
           if (for_saver) {
-            writes.push_back(saver_write<R>(field_t<S, i>::name, *slot));
+            writes.push_back(write_for_saver<R>(field_t<S, i>::name, *slot));
           } else {
             writes.emplace_back(std::string(field_t<S, i>::name), write_to_json<R>(*slot));
           }
