@@ -2,12 +2,15 @@
 #include <stategraph/core/detail/hash.hpp>
 #include <stategraph/core/error.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
 #include <random>
 #include <system_error>
 #include <thread>
+#include <utility>
+#include <vector>
 
 namespace sg {
 namespace {
@@ -52,6 +55,11 @@ struct CancellationToken::State {
   std::atomic<bool> cancelled{false};
   std::mutex mu;
   std::condition_variable cv;
+  /// Registered on_cancel callbacks (guarded by mu), and the one cancel() is calling.
+  std::vector<std::pair<std::uint64_t, std::function<void()>>> callbacks;
+  std::uint64_t next_id = 1;
+  std::uint64_t firing = 0;
+  std::thread::id firing_thread;
 };
 
 CancellationToken CancellationToken::create() {
@@ -62,11 +70,71 @@ CancellationToken CancellationToken::create() {
 
 void CancellationToken::cancel() const noexcept {
   if (!state_) return;
+  std::unique_lock lock(state_->mu);
+  if (state_->cancelled.exchange(true, std::memory_order_acq_rel)) return;
+  state_->cv.notify_all();
+  state_->firing_thread = std::this_thread::get_id();
+  // Each callback runs without the lock, so it may cancel other tokens or unregister itself;
+  // a Subscription destroyed meanwhile on another thread waits for `firing` to move on.
+  while (!state_->callbacks.empty()) {
+    auto [id, callback] = std::move(state_->callbacks.front());
+    state_->callbacks.erase(state_->callbacks.begin());
+    state_->firing = id;
+    lock.unlock();
+    callback();
+    lock.lock();
+    state_->firing = 0;
+    state_->cv.notify_all();
+  }
+}
+
+CancellationToken::Subscription CancellationToken::on_cancel(std::function<void()> callback) const {
+  Subscription sub;
+  if (!state_) return sub;
   {
     std::lock_guard lock(state_->mu);
-    state_->cancelled.store(true, std::memory_order_release);
+    if (!state_->cancelled.load(std::memory_order_acquire)) {
+      sub.state_ = state_;
+      sub.id_ = state_->next_id++;
+      state_->callbacks.emplace_back(sub.id_, std::move(callback));
+      return sub;
+    }
   }
-  state_->cv.notify_all();
+  callback();
+  return sub;
+}
+
+CancellationToken::Subscription::Subscription(Subscription&& other) noexcept
+    : state_(std::move(other.state_)), id_(std::exchange(other.id_, 0)) {}
+
+CancellationToken::Subscription& CancellationToken::Subscription::operator=(
+    Subscription&& other) noexcept {
+  if (this != &other) {
+    reset();
+    state_ = std::move(other.state_);
+    id_ = std::exchange(other.id_, 0);
+  }
+  return *this;
+}
+
+CancellationToken::Subscription::~Subscription() {
+  reset();
+}
+
+void CancellationToken::Subscription::reset() noexcept {
+  if (!state_) return;
+  std::unique_lock lock(state_->mu);
+  auto& callbacks = state_->callbacks;
+  auto it = std::find_if(callbacks.begin(), callbacks.end(),
+                         [this](const auto& entry) { return entry.first == id_; });
+  if (it != callbacks.end()) {
+    callbacks.erase(it);
+  } else if (state_->firing_thread != std::this_thread::get_id()) {
+    state_->cv.wait(lock, [this] { return state_->firing != id_; });
+  }
+  lock.unlock();
+  state_.reset();
+  id_ = 0;
 }
 
 bool CancellationToken::cancelled() const noexcept {
@@ -99,6 +167,42 @@ void Context::push_message(Message message, std::string_view field) const {
   if (message.id.empty())
     throw Error(errc::kInvalidMessage, "Message ID is required (push_message)");
   task_->pushed.emplace_back(std::string(field), std::move(message));
+}
+
+nlohmann::json detail::messages_metadata(const RunConfig& config, const TaskInfo& task,
+                                         std::string_view task_id, const nlohmann::json& extra) {
+  const std::string node(task.node);
+  const bool pushed = task.send_index >= 0;
+  std::string task_ns = node + ":" + std::string(task_id);
+  std::string ns = config.checkpoint_ns.empty() ? task_ns : config.checkpoint_ns + "|" + task_ns;
+  nlohmann::json meta = nlohmann::json::object();
+  if (!config.thread_id.empty()) meta["thread_id"] = config.thread_id;
+  meta["langgraph_step"] = task.step;
+  meta["langgraph_node"] = node;
+  meta["langgraph_triggers"] =
+      nlohmann::json::array({pushed ? std::string("__pregel_push") : "branch:to:" + node});
+  meta["langgraph_path"] = pushed ? nlohmann::json::array({"__pregel_push", task.send_index})
+                                  : nlohmann::json::array({"__pregel_pull", node});
+  meta["langgraph_checkpoint_ns"] = ns;
+  meta["checkpoint_ns"] = std::move(ns);
+  if (extra.is_object()) meta.update(extra);
+  return meta;
+}
+
+nlohmann::json Context::messages_metadata(const nlohmann::json& extra) const {
+  return detail::messages_metadata(config(), *task_, task_id(), extra);
+}
+
+void Context::write_message_chunk(const MessageChunk& chunk, const nlohmann::json& metadata) const {
+  if (!run_->streams_messages()) return;
+  run_->write_message(
+      detail::MessageEvent{std::string(task_->node), task_->step, chunk, false, metadata});
+}
+
+void Context::write_message_done(const Message& reply, const nlohmann::json& metadata) const {
+  if (!run_->streams_messages()) return;
+  run_->write_message(detail::MessageEvent{std::string(task_->node), task_->step,
+                                           MessageChunk{reply, {}}, true, metadata});
 }
 
 Context* current_context() noexcept {
@@ -149,6 +253,8 @@ std::string_view to_string(StreamMode mode) noexcept {
       return "custom";
     case StreamMode::debug:
       return "debug";
+    case StreamMode::messages:
+      return "messages";
   }
   return "unknown";
 }

@@ -99,6 +99,18 @@ ToolCall tool_call_from_json(const json& value, std::size_t index) {
   return call;
 }
 
+InvalidToolCall invalid_tool_call_from_json(const json& value, std::size_t index) {
+  if (!value.is_object()) {
+    invalid(fmt::format("invalid_tool_calls[{}] must be an object, got {}", index, preview(value)));
+  }
+  InvalidToolCall call;
+  call.id = optional_string(value, "id");
+  call.name = optional_string(value, "name");
+  call.args = optional_string(value, "args");
+  call.error = optional_string(value, "error");
+  return call;
+}
+
 /// Builds a message of `type` from an object holding its fields (the dict form of LangChain).
 Message message_from_fields(MessageType type, const json& fields, const char* type_key) {
   Message m;
@@ -140,8 +152,13 @@ Message message_from_fields(MessageType type, const json& fields, const char* ty
       m.usage_metadata = value;
     } else if (key == "example" && value == false) {
       continue;  // LangChain's default, not an extra
-    } else if ((key == "invalid_tool_calls" || key == "tool_call_chunks") && value.is_array() &&
-               value.empty()) {
+    } else if (key == "invalid_tool_calls" && value.is_array()) {
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        m.invalid_tool_calls.push_back(invalid_tool_call_from_json(value[i], i));
+      }
+    } else if (key == "status" && type == MessageType::tool) {
+      m.status = optional_string(fields, "status");
+    } else if (key == "tool_call_chunks" && value.is_array() && value.empty()) {
       continue;
     } else if (key == "type" || key == "role") {
       continue;  // the other discriminator, e.g. {"role": "user", "type": "message"}
@@ -159,7 +176,7 @@ Message message_from_fields(MessageType type, const json& fields, const char* ty
   if (type == MessageType::tool && m.tool_call_id.empty()) {
     invalid("a tool message needs a 'tool_call_id' string");
   }
-  if (type != MessageType::ai && !m.tool_calls.empty()) {
+  if (type != MessageType::ai && (!m.tool_calls.empty() || !m.invalid_tool_calls.empty())) {
     invalid(fmt::format("only ai messages carry 'tool_calls', not {} messages", to_string(type)));
   }
   if (!extra.empty()) m.additional_kwargs = std::move(extra);
@@ -211,6 +228,18 @@ Message message_from_object(const json& value) {
     m.additional_kwargs["__openai_role__"] = "developer";
   }
   return m;
+}
+
+json optional_string_json(const std::string& value) {
+  return value.empty() ? json(nullptr) : json(value);
+}
+
+json invalid_tool_call_to_json(const InvalidToolCall& call) {
+  return json{{"name", optional_string_json(call.name)},
+              {"args", optional_string_json(call.args)},
+              {"id", optional_string_json(call.id)},
+              {"error", optional_string_json(call.error)},
+              {"type", "invalid_tool_call"}};
 }
 
 json tool_call_to_json(const ToolCall& call) {
@@ -286,7 +315,8 @@ bool operator==(const Message& a, const Message& b) {
     return (empty_object(x) && empty_object(y)) || x == y;
   };
   return a.type == b.type && a.content == b.content && a.id == b.id && a.name == b.name &&
-         a.tool_calls == b.tool_calls && a.tool_call_id == b.tool_call_id &&
+         a.tool_calls == b.tool_calls && a.invalid_tool_calls == b.invalid_tool_calls &&
+         a.tool_call_id == b.tool_call_id && a.status == b.status &&
          same_object(a.additional_kwargs, b.additional_kwargs) &&
          same_object(a.response_metadata, b.response_metadata) &&
          a.usage_metadata == b.usage_metadata;
@@ -347,7 +377,13 @@ json message_to_json(const Message& m) {
     out["content"] = json(m.content.blocks());
   }
   out["id"] = m.id.empty() ? json(nullptr) : json(m.id);
+  if (!m.invalid_tool_calls.empty()) {
+    json calls = json::array();
+    for (const auto& call : m.invalid_tool_calls) calls.push_back(invalid_tool_call_to_json(call));
+    out["invalid_tool_calls"] = std::move(calls);
+  }
   if (!m.name.empty()) out["name"] = m.name;
+  if (!m.status.empty()) out["status"] = m.status;
   if (!m.tool_calls.empty()) {
     json calls = json::array();
     for (const auto& call : m.tool_calls) calls.push_back(tool_call_to_json(call));
@@ -371,8 +407,11 @@ void write_message_cbor(const Message& m, Out& out) {
   const bool call_id = m.type == MessageType::tool || !m.tool_call_id.empty();
   const bool calls = !m.tool_calls.empty();
   const bool usage = !m.usage_metadata.is_null();
+  const bool invalid_calls = !m.invalid_tool_calls.empty();
+  const bool status = !m.status.empty();
   detail::CborWriter<Out> w(out);
-  w.map(3 + static_cast<std::size_t>(kwargs) + name + response + call_id + calls + usage);
+  w.map(3 + static_cast<std::size_t>(kwargs) + name + response + call_id + calls + usage +
+        invalid_calls + status);
   if (kwargs) {
     w.text("additional_kwargs");
     w.value(m.additional_kwargs);
@@ -390,6 +429,11 @@ void write_message_cbor(const Message& m, Out& out) {
   } else {
     w.text(m.id);
   }
+  if (invalid_calls) {
+    w.text("invalid_tool_calls");
+    w.array(m.invalid_tool_calls.size());
+    for (const auto& call : m.invalid_tool_calls) w.value(invalid_tool_call_to_json(call));
+  }
   if (name) {
     w.text("name");
     w.text(m.name);
@@ -397,6 +441,10 @@ void write_message_cbor(const Message& m, Out& out) {
   if (response) {
     w.text("response_metadata");
     w.value(m.response_metadata);
+  }
+  if (status) {
+    w.text("status");
+    w.text(m.status);
   }
   if (call_id) {
     w.text("tool_call_id");
@@ -423,6 +471,23 @@ void message_to_cbor(const Message& m, std::vector<std::uint8_t>& out) {
 
 void message_to_cbor(const Message& m, std::string& out) {
   write_message_cbor(m, out);
+}
+
+json message_chunk_to_json(const MessageChunk& chunk) {
+  json out = message_to_json(chunk.message);
+  out["type"] = "AIMessageChunk";
+  json calls = json::array();
+  for (const auto& c : chunk.tool_call_chunks) {
+    calls.push_back(json{{"name", optional_string_json(c.name)},
+                         {"args", optional_string_json(c.args)},
+                         {"id", optional_string_json(c.id)},
+                         {"index", c.index},
+                         {"type", "tool_call_chunk"}});
+  }
+  out["tool_call_chunks"] = std::move(calls);
+  if (!out.contains("tool_calls")) out["tool_calls"] = json::array();
+  if (!out.contains("invalid_tool_calls")) out["invalid_tool_calls"] = json::array();
+  return out;
 }
 
 json messages_to_json(std::span<const Message> messages) {

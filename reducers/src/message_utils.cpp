@@ -107,6 +107,9 @@ Message merge_two(const Message& last, const Message& curr, std::string_view sep
   out.id = !last.id.empty() ? last.id : curr.id;
   out.tool_calls = last.tool_calls;
   out.tool_calls.insert(out.tool_calls.end(), curr.tool_calls.begin(), curr.tool_calls.end());
+  out.invalid_tool_calls = last.invalid_tool_calls;
+  out.invalid_tool_calls.insert(out.invalid_tool_calls.end(), curr.invalid_tool_calls.begin(),
+                                curr.invalid_tool_calls.end());
   out.additional_kwargs = merge_dicts(last.additional_kwargs, curr.additional_kwargs);
   out.response_metadata = last.response_metadata;  // the later message's metadata is cleared
   out.usage_metadata = merge_dicts(last.usage_metadata, curr.usage_metadata);

@@ -380,3 +380,128 @@ TEST_CASE("both forms: a coroutine node returning a Command with a goto routes")
     CHECK(r.state.items == std::vector<std::string>{"in", "route", "end"});
   }
 }
+
+TEST_CASE("CancellationToken::on_cancel calls back once, at cancel or at once, never after reset") {
+  auto token = sg::CancellationToken::create();
+  int first = 0;
+  int second = 0;
+  auto a = token.on_cancel([&] { ++first; });
+  {
+    auto b = token.on_cancel([&] { ++second; });
+  }  // unregistered
+  token.cancel();
+  token.cancel();
+  CHECK(first == 1);
+  CHECK(second == 0);
+  int late = 0;
+  auto c = token.on_cancel([&] { ++late; });  // already cancelled: right away
+  CHECK(late == 1);
+  int never = 0;
+  auto d = sg::CancellationToken{}.on_cancel([&] { ++never; });
+  CHECK(never == 0);
+
+  SUBCASE("a subscription reset while its callback runs on another thread waits for it") {
+    auto t2 = sg::CancellationToken::create();
+    std::atomic<bool> entered{false};
+    std::atomic<bool> finished{false};
+    auto sub = t2.on_cancel([&] {
+      entered = true;
+      std::this_thread::sleep_for(50ms);
+      finished = true;
+    });
+    std::thread canceller([&] { t2.cancel(); });
+    while (!entered) std::this_thread::yield();
+    sub.reset();
+    CHECK(finished.load());
+    canceller.join();
+  }
+}
+
+namespace {
+
+struct ChatLog {
+  std::vector<sg::Message> messages{};
+  static constexpr auto schema() {
+    return std::tuple{sg::field<"messages">(&ChatLog::messages, sg::concat)};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("both forms: sg::current_context() finds the coroutine node across co_await") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    std::atomic<int> right{0};
+    sg::StateGraph<AsyncLog> g;
+    auto node = [&right](std::string name, std::chrono::milliseconds d) {
+      return [&right, name, d](const AsyncLog&,
+                               sg::Context& ctx) -> asio::awaitable<sg::Update<AsyncLog>> {
+        for (int i = 0; i < 3; ++i) {
+          co_await sleep_for(d);
+          // The parallel branch ran in between on the same strand.
+          if (sg::current_context() == &ctx && sg::current_context()->node() == name) ++right;
+        }
+        co_return item(name);
+      };
+    };
+    g.add_node("x", node("x", 2ms));
+    g.add_node("y", node("y", 3ms));
+    g.add_edge(sg::START, "x").add_edge(sg::START, "y");
+    const auto app = g.compile();
+    auto r = run_in(form, app, item("in"), {});
+    CHECK(r.state.items == std::vector<std::string>{"in", "x", "y"});
+    CHECK(right == 6);
+  }
+}
+
+TEST_CASE("both forms: messages mode carries streamed chunks and the messages nodes return") {
+  for (Form form : {Form::sync, Form::async}) {
+    CAPTURE(static_cast<int>(form));
+    sg::StateGraph<ChatLog> g;
+    g.add_node("model", [](const ChatLog&) -> asio::awaitable<sg::Update<ChatLog>> {
+      co_await sleep_for(1ms);
+      sg::Context* ctx = sg::current_context();
+      const nlohmann::json meta = ctx->messages_metadata({{"ls_model_name", "m"}});
+      for (const char* piece : {"hel", "lo"}) {
+        sg::MessageChunk chunk{sg::ai(piece, "reply-1"), {}};
+        ctx->write_message_chunk(chunk, meta);
+      }
+      ctx->write_message_done(sg::ai("hello", "reply-1"), meta);  // streamed: not again
+      co_return sg::set<&ChatLog::messages>(std::vector<sg::Message>{sg::ai("hello", "reply-1")});
+    });
+    g.add_node("tool", [](const ChatLog&) {
+      return sg::set<&ChatLog::messages>(std::vector<sg::Message>{sg::tool("42", "c1", "t-1")});
+    });
+    g.add_edge(sg::START, "tool").add_edge("tool", "model");  // chunks in the last step too
+    const auto app = g.compile();
+    std::vector<std::string> events;
+    auto on_event = [&](const sg::StreamEvent<ChatLog>& e) {
+      REQUIRE(e.mode == sg::StreamMode::messages);
+      REQUIRE(e.message);
+      events.push_back(e.node + ":" + (e.complete ? "whole:" : "chunk:") +
+                       e.message->message.text() + ":" + e.data.value("langgraph_node", "?") + ":" +
+                       std::to_string(e.data.value("langgraph_step", -1)) + ":" +
+                       e.data.value("ls_model_name", "-"));
+    };
+    sg::RunConfig config;
+    config.thread_id = "t";
+    sg::Update<ChatLog> input =
+        sg::set<&ChatLog::messages>(std::vector<sg::Message>{sg::human("hi", "h-1")});
+    if (form == Form::sync) {
+      app.stream(std::move(input), config, sg::StreamMode::messages, on_event);
+    } else {
+      asio::io_context io;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            co_await app.astream(std::move(input), config, sg::StreamMode::messages, on_event);
+          },
+          asio::detached);
+      io.run();
+    }
+    CAPTURE(nlohmann::json(events).dump());
+    // The input is not a node's output; the model's reply streamed once; the tool's message whole.
+    CHECK(events == std::vector<std::string>{"tool:whole:42:tool:1:-", "model:chunk:hel:model:2:m",
+                                             "model:chunk:lo:model:2:m"});
+  }
+}

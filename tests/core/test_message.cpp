@@ -78,6 +78,26 @@ TEST_CASE("JSON round trip keeps every field") {
        {sg::human("a", "1"), sg::system("s"), sg::tool("x", "c9", "t"), sg::remove_message("r")}) {
     CHECK(sg::message_from_json(sg::message_to_json(msg)) == msg);
   }
+
+  SUBCASE("invalid tool calls and a tool message's status") {
+    sg::Message bad = sg::ai("", "a-9");
+    bad.invalid_tool_calls = {sg::InvalidToolCall{"c1", "search", "{\"q\": ", "bad JSON"},
+                              sg::InvalidToolCall{"", "", "", ""}};
+    const json bj = bad;
+    CHECK(bj["invalid_tool_calls"][0] == json{{"id", "c1"},
+                                              {"name", "search"},
+                                              {"args", "{\"q\": "},
+                                              {"error", "bad JSON"},
+                                              {"type", "invalid_tool_call"}});
+    CHECK(bj["invalid_tool_calls"][1]["name"].is_null());
+    CHECK(bj.get<sg::Message>() == bad);
+    sg::Message failed = sg::tool("oops", "c1", "t-1");
+    failed.status = "error";
+    const json fj = failed;
+    CHECK(fj["status"] == "error");
+    CHECK(fj.get<sg::Message>() == failed);
+    CHECK_FALSE(sg::message_to_json(sg::tool("x", "c")).contains("status"));
+  }
 }
 
 TEST_CASE("the CBOR form is the JSON form, byte for byte") {
@@ -89,9 +109,14 @@ TEST_CASE("the CBOR form is the JSON form, byte for byte") {
   full.response_metadata = {{"model_name", "m"}, {"finish_reason", "stop"}};
   full.usage_metadata = {{"input_tokens", 5}, {"output_tokens", 7}, {"total_tokens", 12}};
   sg::Message unnamed_tool = sg::tool("x", "", "t");
-  for (const auto& msg : {full, sg::human("a", "1"), sg::human(std::string(300, 'h'), ""),
-                          sg::system("s"), sg::tool("x", "c9", "t"), unnamed_tool,
-                          sg::remove_message("r"), sg::ai("caf\xC3\xA9", "a-1")}) {
+  sg::Message failed_tool = sg::tool("boom", "c2", "t2");
+  failed_tool.status = "error";
+  sg::Message invalid_call = sg::ai("", "a-2");
+  invalid_call.invalid_tool_calls = {sg::InvalidToolCall{"c3", "f", "{bad", "not JSON"}};
+  for (const auto& msg :
+       {full, failed_tool, invalid_call, sg::human("a", "1"), sg::human(std::string(300, 'h'), ""),
+        sg::system("s"), sg::tool("x", "c9", "t"), unnamed_tool, sg::remove_message("r"),
+        sg::ai("caf\xC3\xA9", "a-1")}) {
     CAPTURE(sg::message_to_json(msg).dump());
     std::vector<std::uint8_t> cbor{0xAB};  // appends after what is there
     sg::message_to_cbor(msg, cbor);
@@ -118,7 +143,9 @@ TEST_CASE("message-likes are coerced as LangChain does") {
   const auto t = sg::message_from_json(json::parse(
       R"({"role": "tool", "content": "r", "tool_call_id": "c1", "status": "success"})"));
   CHECK(t.tool_call_id == "c1");
-  CHECK(t.additional_kwargs["status"] == "success");  // unknown keys go to additional_kwargs
+  CHECK(t.status == "success");  // a ToolMessage field
+  CHECK(sg::message_from_json(json::parse(R"({"role": "user", "content": "q", "status": 1})"))
+            .additional_kwargs["status"] == 1);  // unknown keys go to additional_kwargs
 
   SUBCASE("null content is the empty string") {
     CHECK(sg::message_from_json(json::parse(R"({"type": "ai", "content": null})")) == sg::ai(""));

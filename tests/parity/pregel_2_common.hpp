@@ -58,6 +58,9 @@ std::string line(const sg::StreamEvent<S>& e) {
     case sg::StreamMode::debug:
       out = "debug " + e.data.dump();
       break;
+    case sg::StreamMode::messages:
+      out = "messages " + (e.message ? sg::message_to_json(e.message->message).dump() : "null");
+      break;
   }
   if (!e.interrupts.empty()) out += " " + sg::parity::interrupt_values(e.interrupts).dump();
   if (e.cached) out += " cached";

@@ -15,6 +15,55 @@
 
 namespace sg::detail {
 
+/// What a coroutine node's handlers run with: its Context, and what the Context points into.
+struct TaskScope {
+  TaskScope(std::shared_ptr<NodeAttempt> a, std::shared_ptr<RunShared> s)
+      : attempt(std::move(a)), shared(std::move(s)), ctx(*shared, attempt->info) {}
+  std::shared_ptr<NodeAttempt> attempt;
+  std::shared_ptr<RunShared> shared;
+  Context ctx;
+};
+
+/// The executor a coroutine node runs on: the run's strand, with the node's Context made current
+/// on the thread around every handler, so sg::current_context() (and with it sg::interrupt()
+/// and model calls) finds the task across co_await.
+class ScopedExecutor {
+ public:
+  ScopedExecutor(boost::asio::any_io_executor inner, std::shared_ptr<TaskScope> scope) noexcept
+      : inner_(std::move(inner)), scope_(std::move(scope)) {}
+
+  [[nodiscard]] boost::asio::execution_context& query(
+      boost::asio::execution::context_t) const noexcept {
+    return boost::asio::query(inner_, boost::asio::execution::context);
+  }
+  static constexpr boost::asio::execution::blocking_t query(
+      boost::asio::execution::blocking_t) noexcept {
+    return boost::asio::execution::blocking.never;
+  }
+  [[nodiscard]] ScopedExecutor require(boost::asio::execution::blocking_t::never_t) const {
+    return {boost::asio::require(inner_, boost::asio::execution::blocking.never), scope_};
+  }
+
+  template <class F>
+  void execute(F f) const {
+    inner_.execute([scope = scope_, f = std::move(f)]() mutable {
+      CurrentContextGuard guard(&scope->ctx);
+      f();
+    });
+  }
+
+  friend bool operator==(const ScopedExecutor& a, const ScopedExecutor& b) noexcept {
+    return a.inner_ == b.inner_ && a.scope_ == b.scope_;
+  }
+  friend bool operator!=(const ScopedExecutor& a, const ScopedExecutor& b) noexcept {
+    return !(a == b);
+  }
+
+ private:
+  boost::asio::any_io_executor inner_;
+  std::shared_ptr<TaskScope> scope_;
+};
+
 /// What an asynchronous run adds to its executor: the strand it runs on, and the timer its loop
 /// waits on (cancelled to wake it).
 struct AsyncState {
@@ -51,18 +100,16 @@ struct AsyncLoop {
 
   static void enable(ExecutorCore& core, const boost::asio::any_io_executor& strand);
 
-  /// One attempt of a coroutine node, on the strand.
-  static boost::asio::awaitable<void> run_attempt(std::shared_ptr<NodeAttempt> attempt,
-                                                  std::shared_ptr<RunShared> shared) {
+  /// One attempt of a coroutine node, on the strand (through the scope's ScopedExecutor).
+  static boost::asio::awaitable<void> run_attempt(std::shared_ptr<TaskScope> scope) {
     std::exception_ptr thrown;
     try {
-      Context ctx(*shared, attempt->info);
-      AsyncCall call = attempt->start(ctx);
+      AsyncCall call = scope->attempt->start(scope->ctx);
       co_await take_work(call);
     } catch (...) {
       thrown = std::current_exception();
     }
-    attempt->end(thrown, *shared);
+    scope->attempt->end(thrown, *scope->shared);
   }
 };
 
@@ -91,8 +138,9 @@ boost::asio::awaitable<StepsOutcome> run_steps_async(ExecutorCore& core, bool sk
 }
 
 void ExecutorCore::spawn_attempt(const std::shared_ptr<NodeAttempt>& attempt) {
-  boost::asio::co_spawn(async_->strand, AsyncLoop::run_attempt(attempt, shared_),
-                        boost::asio::detached);
+  auto scope = std::make_shared<TaskScope>(attempt, shared_);
+  ScopedExecutor executor(async_->strand, scope);
+  boost::asio::co_spawn(executor, AsyncLoop::run_attempt(std::move(scope)), boost::asio::detached);
 }
 
 void ExecutorCore::run_blocking(AsyncCall&& call) {

@@ -48,6 +48,8 @@ ExecutorCore::ExecutorCore(std::shared_ptr<const GraphCore> graph, const RunConf
     if (config.stream_subgraphs) shared_->sub_modes = stream_->modes;
     shared_->ns = stream_->ns;
     shared_->deliver_child = [this](ForeignEvent&& e) { emit_child(std::move(e)); };
+    shared_->stream_messages = stream_->modes.has(StreamMode::messages);
+    shared_->deliver_message = [this](MessageEvent&& e) { emit_message(std::move(e)); };
   }
   pull_mark_.assign(topo_.node_count, 0);
   defer_mark_.assign(topo_.node_count, 0);

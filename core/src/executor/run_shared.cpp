@@ -54,6 +54,18 @@ void RunShared::write_custom(const std::string& node, int step, nlohmann::json v
       [this, c = Custom{node, step, std::move(value)}]() mutable { deliver_custom(std::move(c)); });
 }
 
+bool RunShared::first_sight(const MessageEvent& event) {
+  const std::string& id = event.chunk.message.id;
+  if (id.empty()) return true;
+  std::lock_guard lock(seen_mu);
+  return seen_message_ids.insert(id).second || !event.complete;
+}
+
+void RunShared::write_message(MessageEvent&& event) {
+  if (!stream_messages || !first_sight(event)) return;
+  deliver([this, e = std::move(event)]() mutable { deliver_message(std::move(e)); });
+}
+
 void RunShared::forward_event(ForeignEvent&& event) {
   if (!deliver_child) return;
   deliver([this, e = std::move(event)]() mutable { deliver_child(std::move(e)); });

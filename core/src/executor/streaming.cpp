@@ -79,10 +79,49 @@ void ExecutorCore::emit_debug_checkpoint_now(bool start_next) {
   sink(StreamMode::debug, step, {}, std::move(data), {});
 }
 
+namespace {
+
+/// A value a node wrote that is a message in LangChain's JSON form.
+bool is_message_json(const nlohmann::json& value) {
+  if (!value.is_object() || !value.contains("content")) return false;
+  auto type = value.find("type");
+  return type != value.end() && type->is_string() &&
+         (*type == "ai" || *type == "human" || *type == "system" || *type == "tool");
+}
+
+}  // namespace
+
+/// LangGraph's StreamMessagesHandler.on_chain_end: the messages in a node's output (a message
+/// value, or a list of them) whose ids the stream has not carried, each as a whole message.
+void ExecutorCore::emit_task_messages(const Task& t) {
+  if (!json_state_) return;
+  nlohmann::json metadata;
+  auto emit = [&](const nlohmann::json& value) {
+    if (!is_message_json(value)) return;
+    Message m = message_from_json(value);
+    if (metadata.is_null()) {
+      metadata = messages_metadata(shared_->cfg, t.info,
+                                   std::string_view(t.info.id.data(), t.info.id.size()), {});
+    }
+    MessageEvent event{name_of(t.node), step_, MessageChunk{std::move(m), {}}, true, metadata};
+    if (shared_->first_sight(event)) emit_message(std::move(event));  // on the loop already
+  };
+  for (const auto& w : output_writes(t)) {
+    if (w.value.is_array()) {
+      for (const auto& item : w.value) emit(item);
+    } else {
+      emit(w.value);
+    }
+  }
+}
+
 /// Streams a finished task: its update (updates mode) and its result (debug mode).
 void ExecutorCore::emit_task_finished_now(const Task& t, bool replayed) {
   if (streams(StreamMode::updates) && t.has_output && t.interrupts.empty() && !t.error)
     emit_task_updates(t, t.cached || replayed);
+  if (streams(StreamMode::messages) && t.has_output && t.interrupts.empty() && !t.error &&
+      !replayed)
+    emit_task_messages(t);
   if (replayed) return;
   if (!t.interrupts.empty()) {
     // LangGraph: an updates chunk {"__interrupt__": [...]} and, in values mode, the state the

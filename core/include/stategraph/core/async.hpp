@@ -17,8 +17,9 @@
 // it: one run's tasks never run at the same time); `invoke` runs coroutine nodes to completion
 // on the calling thread. Semantics are the same in both forms (docs/executor.md, "Async runs").
 //
-// In a coroutine node use ctx.interrupt(value), not the free sg::interrupt(), after the first
-// co_await (the thread's current node is not tracked across suspensions). g++ 12.2 miscompiles
+// A coroutine node runs on an executor that makes its Context current around every resumption,
+// so sg::current_context(), sg::interrupt() and model calls find the node across co_await.
+// g++ 12.2 miscompiles
 // co_await inside a braced initializer or a call's arguments (`f(co_await x)`, `T{co_await x}`)
 // and temporaries in co_await operands: bind results, inputs and configs to named locals.
 

@@ -516,6 +516,8 @@ class CompiledGraph {
         if (e.values) out.payload = state_to_json(*e.values);
         if (e.update) out.payload = update_to_json(*e.update);
       }
+      out.message = e.message;
+      out.complete = e.complete;
       out.typed = std::move(e);
       hooks.forward_event(std::move(out));
     };

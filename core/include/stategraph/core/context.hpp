@@ -32,6 +32,17 @@ struct ForeignEvent {
   std::any typed{};
   /// The state (values events) or the update (updates events) as JSON.
   nlohmann::json payload{};
+  std::optional<MessageChunk> message{};
+  bool complete = false;
+};
+
+/// A messages-mode event on its way from a task to its run's stream.
+struct MessageEvent {
+  std::string node;
+  int step = 0;
+  MessageChunk chunk{};
+  bool complete = false;
+  nlohmann::json metadata{};
 };
 
 /// What a node task needs from its run (implemented by the executor).
@@ -42,6 +53,11 @@ class RunHooks {
   [[nodiscard]] virtual Store* store() const noexcept = 0;
   /// Delivers a custom stream event (from any thread).
   virtual void write_custom(const std::string& node, int step, nlohmann::json value) = 0;
+  /// True when the run streams StreamMode::messages.
+  [[nodiscard]] virtual bool streams_messages() const noexcept = 0;
+  /// Delivers a messages event (from any thread). A complete message whose id the run already
+  /// streamed is dropped; a chunk marks its id as streamed.
+  virtual void write_message(MessageEvent&& event) = 0;
   /// True when the current superstep is being abandoned (a sibling task failed).
   [[nodiscard]] virtual bool aborted() const noexcept = 0;
   /// Streaming of subgraph runs: the parent's modes and namespace (empty modes: not streamed),
@@ -104,6 +120,13 @@ struct TaskInfo {
 /// task's step, Send index and node. Not synchronized (one thread per task).
 void assign_task_id(TaskInfo& task, std::uint64_t seed) noexcept;
 
+/// LangGraph's metadata of a messages event of task `task` (id `task_id`) in a run with `config`:
+/// thread_id, langgraph_step, langgraph_node, langgraph_triggers, langgraph_path,
+/// langgraph_checkpoint_ns, checkpoint_ns, then the keys of `extra`. Thread-safe.
+[[nodiscard]] nlohmann::json messages_metadata(const RunConfig& config, const TaskInfo& task,
+                                               std::string_view task_id,
+                                               const nlohmann::json& extra);
+
 /// Thrown by interrupt() to stop the task; the executor turns it into an interrupted result.
 struct GraphInterrupt {
   std::vector<Interrupt> interrupts;
@@ -160,6 +183,19 @@ class Context {
     run_->write_custom(std::string(task_->node), task_->step, std::move(value));
   }
 
+  /// True when the run streams StreamMode::messages: a model called in this node then streams
+  /// its reply to the run (see write_message_chunk).
+  [[nodiscard]] bool streams_messages() const noexcept { return run_->streams_messages(); }
+  /// The metadata of this task's messages events: LangGraph's langgraph_* keys and thread_id,
+  /// then the keys of `extra` (a model's ls_* keys).
+  [[nodiscard]] nlohmann::json messages_metadata(const nlohmann::json& extra) const;
+  /// Streams a chunk of a model's reply to the run's `messages` mode with `metadata` (from
+  /// messages_metadata). Thread-safe; a no-op when the run does not stream messages. Model
+  /// implementations call it (sg::ChatModel does).
+  void write_message_chunk(const MessageChunk& chunk, const nlohmann::json& metadata) const;
+  /// Ends a model call in this node: streams `reply` whole when none of its chunks was streamed.
+  /// Thread-safe.
+  void write_message_done(const Message& reply, const nlohmann::json& metadata) const;
   /// Pauses the run for human input: the first call in a task stops the run, which returns an
   /// interrupted RunResult carrying `value`; when the run is resumed with Command{.resume}, the
   /// node runs again from the start and this call returns the resume value (the k-th call the

@@ -4,6 +4,7 @@
 // node/compile/run options, results and stream events.
 
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/core/message.hpp>
 #include <stategraph/core/update.hpp>
 
 #include <nlohmann/json.hpp>
@@ -171,6 +172,30 @@ class CancellationToken {
 
   struct State;
 
+  /// Keeps a callback registered with on_cancel(); unregisters it when destroyed, waiting for
+  /// a call of it in progress on another thread to return. Movable, not copyable.
+  class Subscription {
+   public:
+    Subscription() = default;
+    Subscription(Subscription&& other) noexcept;
+    Subscription& operator=(Subscription&& other) noexcept;
+    Subscription(const Subscription&) = delete;
+    Subscription& operator=(const Subscription&) = delete;
+    ~Subscription();
+    /// Unregisters now (see the destructor).
+    void reset() noexcept;
+
+   private:
+    friend class CancellationToken;
+    std::shared_ptr<State> state_;
+    std::uint64_t id_ = 0;
+  };
+
+  /// Calls `callback` once when cancel() is called (on cancel()'s thread), or right away on
+  /// this thread when the token is already cancelled. A default-constructed token never calls
+  /// it. The callback must not throw. Thread-safe.
+  [[nodiscard]] Subscription on_cancel(std::function<void()> callback) const;
+
  private:
   std::shared_ptr<State> state_;
 };
@@ -245,7 +270,13 @@ struct RunResult {
 };
 
 /// What stream() reports; combine with `|`.
-enum class StreamMode : std::uint8_t { values = 1, updates = 2, custom = 4, debug = 8 };
+enum class StreamMode : std::uint8_t {
+  values = 1,
+  updates = 2,
+  custom = 4,
+  debug = 8,
+  messages = 16
+};
 
 /// A set of stream modes.
 class StreamModes {
@@ -269,7 +300,7 @@ constexpr StreamModes operator|(StreamMode a, StreamMode b) noexcept {
   return StreamModes(a) | StreamModes(b);
 }
 
-/// "values", "updates", "custom" or "debug".
+/// "values", "updates", "custom", "debug" or "messages".
 [[nodiscard]] std::string_view to_string(StreamMode mode) noexcept;
 
 /// One stream event. `values`: the state after a superstep (with `interrupts` when a node
@@ -277,6 +308,10 @@ constexpr StreamModes operator|(StreamMode a, StreamMode b) noexcept {
 /// sg::INTERRUPT for the interrupts of a step (empty for an interrupt_before/after stop), `cached`
 /// when the writes came from the node cache. `custom`: what a node wrote with Context::write.
 /// `debug`: task start / result as JSON (`{"type": "task" | "task_result", "step", "payload"}`).
+/// `messages`: `message` is a chunk of a model's reply streamed inside node `node`, or, with
+/// `complete`, a whole message (a node's output, or a reply that was not streamed) that the
+/// stream did not carry yet; `data` is LangGraph's metadata (langgraph_node, langgraph_step,
+/// langgraph_checkpoint_ns, ls_model_name, ...).
 /// `ns` is the subgraph path ("node:task" per level; empty for the root graph).
 template <State S>
 struct StreamEvent {
@@ -289,6 +324,8 @@ struct StreamEvent {
   nlohmann::json data{};
   std::vector<Interrupt> interrupts{};
   bool cached = false;
+  std::optional<MessageChunk> message{};
+  bool complete = false;
 };
 
 /// One update of bulk_update_state: `values` as written by `as_node` (default: the node that

@@ -68,17 +68,31 @@ struct ToolCall {
   friend bool operator==(const ToolCall&, const ToolCall&) = default;
 };
 
+/// A tool call a model produced but that could not be parsed (LangChain's InvalidToolCall):
+/// `args` is the raw argument string, `error` says what was wrong.
+struct InvalidToolCall {
+  std::string id;
+  std::string name;
+  std::string args;
+  std::string error;
+
+  friend bool operator==(const InvalidToolCall&, const InvalidToolCall&) = default;
+};
+
 /// A chat message with LangChain's fields. `id`, `name` and `tool_call_id` are empty when
 /// absent; `additional_kwargs` and `response_metadata` are JSON objects (null counts as empty);
-/// `usage_metadata` is null when absent. A RemoveMessage is a message of type `remove` whose
-/// `id` names the message to delete. A plain value type; not synchronized.
+/// `usage_metadata` is null when absent; `status` is a tool message's "success" or "error"
+/// (empty: not given, which LangChain reads as "success"). A RemoveMessage is a message of type
+/// `remove` whose `id` names the message to delete. A plain value type; not synchronized.
 struct Message {
   MessageType type = MessageType::human;
   Content content;
   std::string id;
   std::string name;
-  std::vector<ToolCall> tool_calls;  // ai messages
-  std::string tool_call_id;          // tool messages
+  std::vector<ToolCall> tool_calls;                 // ai messages
+  std::vector<InvalidToolCall> invalid_tool_calls;  // ai messages
+  std::string tool_call_id;                         // tool messages
+  std::string status;                               // tool messages
   nlohmann::json additional_kwargs;
   nlohmann::json response_metadata;
   nlohmann::json usage_metadata;  // ai messages: {input_tokens, output_tokens, total_tokens, ...}
@@ -93,6 +107,30 @@ struct Message {
   /// Field-wise equality; a null and an empty object compare equal for the JSON object fields.
   friend bool operator==(const Message& a, const Message& b);
 };
+
+/// A piece of a tool call streamed by a model (LangChain's ToolCallChunk): `args` is a fragment
+/// of the JSON argument string; the chunks of one call share its `index`.
+struct ToolCallChunk {
+  std::string id;
+  std::string name;
+  std::string args;
+  int index = 0;
+
+  friend bool operator==(const ToolCallChunk&, const ToolCallChunk&) = default;
+};
+
+/// A piece of a model's reply as it streams (LangChain's AIMessageChunk): `message` is an ai
+/// message holding the content delta and the reply's id (the same in every chunk of one reply);
+/// the last chunk may carry response_metadata and usage_metadata. A value type.
+struct MessageChunk {
+  Message message;
+  std::vector<ToolCallChunk> tool_call_chunks;
+};
+
+/// LangChain's serialized AIMessageChunk: message_to_json(chunk.message) with type
+/// "AIMessageChunk" and `tool_call_chunks` (`{name, args, id, index, type: "tool_call_chunk"}`).
+/// Thread-safe.
+[[nodiscard]] nlohmann::json message_chunk_to_json(const MessageChunk& chunk);
 
 /// A human message. Thread-safe.
 [[nodiscard]] Message human(Content content, std::string id = {});

@@ -538,6 +538,14 @@ class Executor final : public ExecutorCore {
     }
   }
 
+  void emit_message(MessageEvent&& m) override {
+    StreamEvent<S> e = event(StreamMode::messages, m.step, std::move(m.node));
+    e.message = std::move(m.chunk);
+    e.complete = m.complete;
+    e.data = std::move(m.metadata);
+    stream_sink_->sink(std::move(e));
+  }
+
   void emit_child(ForeignEvent&& child) override {
     StreamEvent<S> e;
     if (auto* typed = std::any_cast<StreamEvent<S>>(&child.typed)) {
@@ -553,6 +561,8 @@ class Executor final : public ExecutorCore {
                    : std::move(child.data);
       e.interrupts = std::move(child.interrupts);
       e.cached = child.cached;
+      e.message = std::move(child.message);
+      e.complete = child.complete;
     }
     stream_sink_->sink(std::move(e));
   }

@@ -104,6 +104,10 @@ struct RunShared final : RunHooks {
   std::thread::id orchestrator;
   std::function<void(Custom&&)> deliver_custom;       // orchestrator thread only
   std::function<void(ForeignEvent&&)> deliver_child;  // orchestrator thread only
+  bool stream_messages = false;
+  std::function<void(MessageEvent&&)> deliver_message;  // orchestrator thread only
+  std::mutex seen_mu;
+  std::set<std::string> seen_message_ids;  // guarded by seen_mu: ids the messages mode carried
 
   std::mutex mu;
   std::condition_variable cv;
@@ -150,6 +154,10 @@ struct RunShared final : RunHooks {
   std::optional<std::string> replay_bound(const std::string& checkpoint_ns) override;
   std::optional<nlohmann::json> take_resume(const std::string& interrupt_id) override;
   void write_custom(const std::string& node, int step, nlohmann::json value) override;
+  [[nodiscard]] bool streams_messages() const noexcept override { return stream_messages; }
+  void write_message(MessageEvent&& event) override;
+  /// Marks the event's message id as streamed; false for a complete message already streamed.
+  bool first_sight(const MessageEvent& event);
   void forward_event(ForeignEvent&& event) override;
   /// Runs `delivery` now on the orchestrator thread, else queues it for drain().
   void deliver(std::function<void()> delivery);
@@ -400,6 +408,8 @@ class ExecutorCore {
   }
   void emit_interrupt_update(std::vector<Interrupt> interrupts);
   void emit_custom(RunShared::Custom&& c);
+  /// messages mode: the messages a finished task wrote that the stream did not carry yet.
+  void emit_task_messages(const Task& t);
   void emit_debug_start(const Task& t);
   void emit_debug_checkpoint(bool start_next = false) {
     if (saver_ && streams(StreamMode::debug)) emit_debug_checkpoint_now(start_next);
@@ -465,6 +475,8 @@ class ExecutorCore {
   virtual void emit_task_updates(const Task& t, bool cached) = 0;
   /// Streams a subgraph's event.
   virtual void emit_child(ForeignEvent&& child) = 0;
+  /// Streams a messages event.
+  virtual void emit_message(MessageEvent&& event) = 0;
 
   struct PendingSend {
     int node;
