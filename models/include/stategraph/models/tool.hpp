@@ -1,0 +1,199 @@
+#pragma once
+// Tools a model can call: a name, a description, a JSON schema of the arguments and a function.
+//
+//   struct Add {
+//     double a = 0;
+//     double b = 0;
+//     static constexpr auto schema() {
+//       return std::tuple{sg::field<"a">(&Add::a), sg::field<"b">(&Add::b)};
+//     }
+//   };
+//   sg::Tool add = sg::make_tool<Add>("add", "Adds two numbers.",
+//                                     [](const Add& x) { return x.a + x.b; });
+
+#include <stategraph/core/context.hpp>
+#include <stategraph/core/error.hpp>
+#include <stategraph/core/message.hpp>
+#include <stategraph/core/update.hpp>
+#include <stategraph/models/chat_model.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <any>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace sg {
+
+class Store;
+
+/// What a tool gets besides its arguments: the call, the graph state of the node running it
+/// (LangGraph's InjectedState), the store (InjectedStore) and the node's Context. Any may be
+/// null outside a graph. Valid during the tool call.
+struct ToolRuntime {
+  const ToolCall* call = nullptr;
+  const std::any* state = nullptr;  // holds a `const S*`
+  Store* store = nullptr;
+  Context* context = nullptr;
+
+  /// The graph state as S. Throws sg::Error (errc::kInvalidArgument) when the tool runs
+  /// without a state or in a graph of another state type.
+  template <class S>
+  [[nodiscard]] const S& state_as() const {
+    const S* const* typed = state ? std::any_cast<const S*>(state) : nullptr;
+    if (!typed) throw Error(errc::kInvalidArgument, "this tool needs the graph state of its node");
+    return **typed;
+  }
+};
+
+/// What a tool produced: `content` for its ToolMessage (a string as it is, other JSON as text),
+/// or a whole `message`, or a `Command<S>` (held in `command`) that ToolNode<S> returns to update
+/// the state (it should carry the ToolMessage answering the call, as in LangGraph).
+struct ToolResult {
+  nlohmann::json content{};
+  std::optional<Message> message{};
+  std::any command{};
+};
+
+/// A tool: what a model sees (spec()) and the function that runs it. Copyable; calls are
+/// thread-safe when the function is.
+class Tool {
+ public:
+  using Fn = std::function<ToolResult(const nlohmann::json& args, const ToolRuntime& runtime)>;
+
+  /// Throws sg::Error (errc::kInvalidArgument) for an empty name, a schema that is not a JSON
+  /// object, or no function.
+  Tool(std::string name, std::string description, nlohmann::json parameters, Fn fn);
+
+  [[nodiscard]] const std::string& name() const noexcept { return spec_.name; }
+  [[nodiscard]] const ToolSpec& spec() const noexcept { return spec_; }
+  /// Runs the tool. Throws what the function throws.
+  [[nodiscard]] ToolResult call(const nlohmann::json& args, const ToolRuntime& runtime) const {
+    return fn_(args, runtime);
+  }
+
+ private:
+  ToolSpec spec_;
+  Fn fn_;
+};
+
+/// The specs of `tools`, for ChatOptions::tools.
+[[nodiscard]] std::vector<ToolSpec> tool_specs(const std::vector<Tool>& tools);
+
+namespace detail {
+
+template <class T>
+struct IsOptional : std::false_type {};
+template <class T>
+struct IsOptional<std::optional<T>> : std::true_type {};
+template <class T>
+struct IsVector : std::false_type {};
+template <class T, class A>
+struct IsVector<std::vector<T, A>> : std::true_type {};
+
+/// The JSON schema of a C++ value type.
+template <class T>
+nlohmann::json json_schema_of() {
+  if constexpr (IsOptional<T>::value) {
+    return json_schema_of<typename T::value_type>();
+  } else if constexpr (std::is_same_v<T, bool>) {
+    return {{"type", "boolean"}};
+  } else if constexpr (std::is_integral_v<T>) {
+    return {{"type", "integer"}};
+  } else if constexpr (std::is_floating_point_v<T>) {
+    return {{"type", "number"}};
+  } else if constexpr (std::is_convertible_v<T, std::string>) {
+    return {{"type", "string"}};
+  } else if constexpr (IsVector<T>::value) {
+    return {{"type", "array"}, {"items", json_schema_of<typename T::value_type>()}};
+  } else if constexpr (State<T>) {
+    nlohmann::json properties = nlohmann::json::object();
+    nlohmann::json required = nlohmann::json::array();
+    for_each_field<T>([&](auto i) {
+      using V = typename field_t<T, i>::value_type;
+      const std::string name(field_t<T, i>::name);
+      properties[name] = json_schema_of<V>();
+      if (!IsOptional<V>::value) required.push_back(name);
+    });
+    return {{"type", "object"}, {"properties", properties}, {"required", required}};
+  } else {
+    return nlohmann::json::object();  // any JSON value
+  }
+}
+
+/// A tool function's return value as a ToolResult.
+template <class R>
+ToolResult to_tool_result(R&& value) {
+  using V = std::remove_cvref_t<R>;
+  ToolResult out;
+  if constexpr (std::is_same_v<V, ToolResult>) {
+    return std::forward<R>(value);
+  } else if constexpr (std::is_same_v<V, Message>) {
+    out.message = std::forward<R>(value);
+  } else if constexpr (requires {
+                         value.update;
+                         value.go_to;
+                         value.resume;
+                       }) {
+    out.command = std::forward<R>(value);  // a Command<S>
+  } else {
+    out.content = nlohmann::json(std::forward<R>(value));
+  }
+  return out;
+}
+
+/// Parses a tool's arguments into Args; throws sg::Error (errc::kInvalidArgument) naming a
+/// missing required argument or a bad one.
+template <State Args>
+Args parse_tool_args(const std::string& tool, const nlohmann::json& args) {
+  if (args.is_null()) return parse_tool_args<Args>(tool, nlohmann::json::object());
+  if (!args.is_object())
+    throw Error(errc::kInvalidArgument, "tool '" + tool + "' takes a JSON object of arguments");
+  for_each_field<Args>([&](auto i) {
+    using V = typename field_t<Args, i>::value_type;
+    const std::string name(field_t<Args, i>::name);
+    if (!IsOptional<V>::value && !args.contains(name))
+      throw Error(errc::kInvalidArgument, "tool '" + tool + "': missing argument '" + name + "'");
+  });
+  try {
+    return state_from_json<Args>(args);
+  } catch (const Error& e) {
+    throw Error(errc::kInvalidArgument, "tool '" + tool + "': " + e.what());
+  }
+}
+
+}  // namespace detail
+
+/// A tool taking the struct `Args` (a schema() of sg::field<"name">s, like a graph state; fields
+/// of type std::optional are not required). Its JSON schema comes from the fields' types
+/// (`descriptions` adds a description per argument name). `fn` is called as fn(args) or
+/// fn(args, runtime) and returns a string, any JSON value, a Message, a ToolResult or a
+/// Command<S>. Bad arguments throw sg::Error (errc::kInvalidArgument) naming them.
+template <State Args, class F>
+[[nodiscard]] Tool make_tool(std::string name, std::string description, F fn,
+                             const std::map<std::string, std::string>& descriptions = {}) {
+  nlohmann::json schema = detail::json_schema_of<Args>();
+  for (const auto& [arg, text] : descriptions) {
+    if (!schema["properties"].contains(arg))
+      throw Error(errc::kInvalidArgument,
+                  "tool '" + name + "': a description for unknown argument '" + arg + "'");
+    schema["properties"][arg]["description"] = text;
+  }
+  const std::string tool_name = name;
+  Tool::Fn call = [fn = std::move(fn), tool_name](const nlohmann::json& args,
+                                                  const ToolRuntime& runtime) -> ToolResult {
+    Args parsed = detail::parse_tool_args<Args>(tool_name, args);
+    if constexpr (std::is_invocable_v<const F&, const Args&, const ToolRuntime&>) {
+      return detail::to_tool_result(fn(parsed, runtime));
+    } else {
+      return detail::to_tool_result(fn(parsed));
+    }
+  };
+  return Tool(std::move(name), std::move(description), std::move(schema), std::move(call));
+}
+
+}  // namespace sg

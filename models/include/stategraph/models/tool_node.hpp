@@ -1,0 +1,102 @@
+#pragma once
+// LangGraph's prebuilt ToolNode and tools_condition.
+//
+//   g.add_node("tools", sg::ToolNode<sg::MessagesState>({add, search}));
+//   g.add_conditional_edges("agent", sg::tools_condition<sg::MessagesState>);
+
+#include <stategraph/core/context.hpp>
+#include <stategraph/core/graph_types.hpp>
+#include <stategraph/core/update.hpp>
+#include <stategraph/models/tool.hpp>
+
+#include <any>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sg {
+
+/// Options of ToolNode.
+struct ToolNodeOptions {
+  /// A tool that throws (or an unknown tool name, or bad arguments) becomes a tool message with
+  /// status "error" carrying the error text, so the model can recover (LangGraph's
+  /// handle_tool_errors=True). False: the error fails the node.
+  bool handle_errors = true;
+};
+
+namespace detail {
+
+/// The outcome of one tool call: its tool message, or the Command the tool returned.
+struct ToolOutcome {
+  std::optional<Message> message{};
+  std::any command{};
+};
+
+/// Runs `calls` with `tools` (concurrently when there are several; each with `context` current
+/// on its thread), results in call order. Throws the first error (in call order) when
+/// handle_errors is off.
+std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
+                                        const std::vector<ToolCall>& calls, const std::any& state,
+                                        Context* context, const ToolNodeOptions& options);
+
+/// The tool calls of the last AI message of `messages`; throws sg::Error
+/// (errc::kInvalidArgument) when the last message is not an AI message (as LangGraph does).
+const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& messages);
+
+}  // namespace detail
+
+/// A node that runs the tool calls of the last AI message in the message-list field `Messages`
+/// of state S and answers each with a tool message (name, tool_call_id, status), in tool-call
+/// order. Tools returning a Command<S> contribute it as it is. Copyable; thread-safe.
+template <State S, auto Messages = &S::messages>
+class ToolNode {
+ public:
+  /// Throws sg::Error (errc::kInvalidArgument) when two tools share a name.
+  explicit ToolNode(std::vector<Tool> tools, ToolNodeOptions options = {})
+      : tools_(std::make_shared<const std::vector<Tool>>(std::move(tools))), options_(options) {
+    for (std::size_t i = 0; i < tools_->size(); ++i)
+      for (std::size_t j = i + 1; j < tools_->size(); ++j)
+        if ((*tools_)[i].name() == (*tools_)[j].name())
+          throw Error(errc::kInvalidArgument, "two tools are named '" + (*tools_)[i].name() + "'");
+  }
+
+  std::vector<Command<S>> operator()(const S& state, Context& ctx) const {
+    const auto& calls = detail::last_tool_calls(state.*Messages);
+    const std::any typed_state = &state;
+    auto outcomes = detail::run_tool_calls(*tools_, calls, typed_state, &ctx, options_);
+    std::vector<Message> messages;
+    std::vector<Command<S>> commands(1);
+    for (auto& outcome : outcomes) {
+      if (outcome.message) {
+        messages.push_back(std::move(*outcome.message));
+      } else if (auto* command = std::any_cast<Command<S>>(&outcome.command)) {
+        commands.push_back(std::move(*command));
+      } else {
+        throw Error(errc::kInvalidArgument,
+                    "a tool returned a Command for another state type than its ToolNode's");
+      }
+    }
+    if (!messages.empty()) commands.front().update.template set<Messages>(std::move(messages));
+    if (commands.size() > 1 && commands.front().update.empty()) commands.erase(commands.begin());
+    return commands;
+  }
+
+  [[nodiscard]] const std::vector<Tool>& tools() const noexcept { return *tools_; }
+
+ private:
+  std::shared_ptr<const std::vector<Tool>> tools_;
+  ToolNodeOptions options_;
+};
+
+/// LangGraph's tools_condition: "tools" when the last message of `Messages` is an AI message
+/// with tool calls, else END. Thread-safe.
+template <State S, auto Messages = &S::messages>
+std::string tools_condition(const S& state) {
+  const auto& messages = state.*Messages;
+  if (!messages.empty() && messages.back().type == MessageType::ai &&
+      !messages.back().tool_calls.empty())
+    return "tools";
+  return END;
+}
+
+}  // namespace sg
