@@ -788,6 +788,29 @@ TEST_CASE("calls on one io_context reuse the connection") {
   CHECK(replies == std::vector<std::string>{"echo: n0", "echo: n1", "echo: n2"});
   CHECK(server.request_count() == 3);
   CHECK(server.connection_count() == 1);
+
+  // Blocking calls of one thread share a context, and so their connections.
+  std::thread([&] {
+    (void)model.invoke({sg::human("a")});
+    (void)model.stream({sg::human("b")}, sg::ChatOptions{}, [](const sg::MessageChunk&) {});
+    sg::OpenAIEmbeddings embeddings(loopback_config(server), "text-embedding-3-small", 4);
+    (void)embeddings.embed({"c"});
+  }).join();
+  CHECK(server.request_count() == 6);
+  CHECK(server.connection_count() == 2);
+}
+
+TEST_CASE("a model called from a chunk handler of a blocking call") {
+  LoopbackOpenAI server;
+  const sg::OpenAIChatModel model(loopback_config(server));
+  std::vector<std::string> inner;
+  const sg::Message outer =
+      model.stream({sg::human("x y")}, sg::ChatOptions{}, [&](const sg::MessageChunk& c) {
+        if (c.message.text().empty()) return;
+        inner.push_back(model.invoke({sg::human(c.message.text())}).text());
+      });
+  CHECK(outer.text() == "echo: x y");
+  CHECK(inner == std::vector<std::string>{"echo: echo: ", "echo: x ", "echo: y"});
 }
 
 TEST_CASE("structured output: response_format is sent and parse_structured reads the reply") {
