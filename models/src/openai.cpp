@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <ctime>
 #include <exception>
+#include <memory>
+#include <optional>
 #include <random>
 
 #include "curl_multi.hpp"
@@ -247,6 +249,56 @@ void check_config(const OpenAIConfig& config) {
   }
 }
 
+/// Runs `work` to its end on an io_context kept for the calling thread (its connections are
+/// reused by the thread's next blocking call); on a fresh one when called from inside such a run
+/// (a chunk handler calling a model).
+struct ThreadIo {
+  std::unique_ptr<net::io_context> io;
+  bool busy = false;
+};
+
+/// The calling thread's (one for every instantiation of run_blocking).
+ThreadIo& thread_io() {
+  thread_local ThreadIo local;
+  return local;
+}
+
+template <class T>
+T run_blocking(net::awaitable<T> work) {
+  ThreadIo& local = thread_io();
+  std::unique_ptr<net::io_context> fresh;
+  net::io_context* io = nullptr;
+  if (local.busy) {
+    fresh = std::make_unique<net::io_context>();
+    io = fresh.get();
+  } else {
+    if (!local.io) local.io = std::make_unique<net::io_context>();
+    io = local.io.get();
+    local.busy = true;
+  }
+  struct Release {
+    ThreadIo* local;
+    bool owned;
+    ~Release() {
+      if (owned) local->busy = false;
+    }
+  } release{&local, fresh == nullptr};
+  io->restart();
+  std::optional<T> result;
+  std::exception_ptr error;
+  bool done = false;
+  net::co_spawn(*io, std::move(work), [&](std::exception_ptr e, T value) {
+    error = e;
+    if (!e) result = std::move(value);
+    done = true;
+  });
+  while (!done && io->run_one() > 0) {
+  }
+  if (error) std::rethrow_exception(error);
+  if (!result) throw ModelError(errc::kModelConnection, "the model call did not complete");
+  return std::move(*result);
+}
+
 struct EmbedJob {
   const OpenAIConfig* config = nullptr;
   const std::string* url = nullptr;
@@ -257,7 +309,7 @@ struct EmbedJob {
   std::vector<std::vector<float>>* out = nullptr;
 };
 
-net::awaitable<void> embed_batches(EmbedJob job) {
+net::awaitable<bool> embed_batches(EmbedJob job) {
   const std::vector<std::string>& texts = *job.texts;
   const bool v3 = job.model->starts_with("text-embedding-3");
   for (std::size_t start = 0; start < texts.size(); start += job.batch_size) {
@@ -312,6 +364,7 @@ net::awaitable<void> embed_batches(EmbedJob job) {
     }
     for (auto& v : batch) job.out->push_back(std::move(v));
   }
+  co_return true;
 }
 
 }  // namespace
@@ -348,6 +401,10 @@ net::awaitable<Message> OpenAIChatModel::agenerate(Request request) const {
   co_return detail::parse_chat_completion(parsed);
 }
 
+Message OpenAIChatModel::generate(const Request& request) const {
+  return detail::run_blocking(agenerate(request));
+}
+
 OpenAIEmbeddings::OpenAIEmbeddings(OpenAIConfig config, std::string model, std::size_t dims,
                                    std::size_t batch_size)
     : config_(std::move(config)), model_(std::move(model)), dims_(dims), batch_size_(batch_size) {
@@ -363,7 +420,6 @@ std::vector<std::vector<float>> OpenAIEmbeddings::embed(const std::vector<std::s
   std::vector<std::vector<float>> out;
   if (texts.empty()) return out;
   out.reserve(texts.size());
-  net::io_context io;
   detail::EmbedJob job;
   job.config = &config_;
   job.url = &endpoint_;
@@ -372,10 +428,7 @@ std::vector<std::vector<float>> OpenAIEmbeddings::embed(const std::vector<std::s
   job.batch_size = batch_size_;
   job.texts = &texts;
   job.out = &out;
-  std::exception_ptr error;
-  net::co_spawn(io, detail::embed_batches(job), [&error](std::exception_ptr e) { error = e; });
-  io.run();
-  if (error) std::rethrow_exception(error);
+  (void)detail::run_blocking(detail::embed_batches(job));
   return out;
 }
 

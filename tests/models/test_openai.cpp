@@ -723,6 +723,52 @@ TEST_CASE("100 concurrent awaitable calls on one io_context thread share no thre
   MESSAGE("100 calls in " << took << " s, threads " << threads_before << " -> " << most_threads);
 }
 
+TEST_CASE("1000 concurrent streaming calls on an io_context run by four threads") {
+  sg::testing::LoopbackOptions options;
+  options.delay = 300ms;
+  options.chunks = 10;
+  options.threads = 2;
+  LoopbackOpenAI server(options);
+  const sg::OpenAIChatModel model(loopback_config(server));
+  net::io_context io;
+  std::atomic<int> done{0};
+  std::atomic<int> failures{0};
+  std::atomic<int> chunks{0};
+  const int threads_before = thread_count();
+  for (int i = 0; i < 1000; ++i) {
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+          try {
+            const std::vector<sg::Message> input = {sg::human("hi")};
+            const sg::ChatOptions call_options;
+            const sg::ChunkHandler count = [&](const sg::MessageChunk& c) {
+              if (!c.message.text().empty()) ++chunks;
+            };
+            const sg::Message reply = co_await model.astream(input, call_options, count);
+            if (reply.text() == "tok1 tok2 tok3 tok4 tok5 tok6 tok7 tok8 tok9 tok10 ") ++done;
+          } catch (const std::exception& e) {
+            if (++failures < 5) MESSAGE(e.what());
+          }
+        },
+        net::detached);
+  }
+  int most_threads = 0;
+  net::steady_timer probe(io, 200ms);
+  probe.async_wait([&](const boost::system::error_code&) { most_threads = thread_count(); });
+  const auto start = Clock::now();
+  std::vector<std::thread> runners;
+  for (int i = 0; i < 4; ++i) runners.emplace_back([&io] { io.run(); });
+  for (auto& t : runners) t.join();
+  const double took = seconds_since(start);
+  CHECK(failures == 0);
+  CHECK(done == 1000);
+  CHECK(chunks == 10000);
+  CHECK(most_threads - threads_before < 16);  // 4 runners, maybe a resolver thread or two
+  MESSAGE("1000 streaming calls in " << took << " s, threads " << threads_before << " -> "
+                                     << most_threads);
+}
+
 TEST_CASE("calls on one io_context reuse the connection") {
   LoopbackOpenAI server;
   const sg::OpenAIChatModel model(loopback_config(server));
@@ -742,6 +788,29 @@ TEST_CASE("calls on one io_context reuse the connection") {
   CHECK(replies == std::vector<std::string>{"echo: n0", "echo: n1", "echo: n2"});
   CHECK(server.request_count() == 3);
   CHECK(server.connection_count() == 1);
+
+  // Blocking calls of one thread share a context, and so their connections.
+  std::thread([&] {
+    (void)model.invoke({sg::human("a")});
+    (void)model.stream({sg::human("b")}, sg::ChatOptions{}, [](const sg::MessageChunk&) {});
+    sg::OpenAIEmbeddings embeddings(loopback_config(server), "text-embedding-3-small", 4);
+    (void)embeddings.embed({"c"});
+  }).join();
+  CHECK(server.request_count() == 6);
+  CHECK(server.connection_count() == 2);
+}
+
+TEST_CASE("a model called from a chunk handler of a blocking call") {
+  LoopbackOpenAI server;
+  const sg::OpenAIChatModel model(loopback_config(server));
+  std::vector<std::string> inner;
+  const sg::Message outer =
+      model.stream({sg::human("x y")}, sg::ChatOptions{}, [&](const sg::MessageChunk& c) {
+        if (c.message.text().empty()) return;
+        inner.push_back(model.invoke({sg::human(c.message.text())}).text());
+      });
+  CHECK(outer.text() == "echo: x y");
+  CHECK(inner == std::vector<std::string>{"echo: echo: ", "echo: x ", "echo: y"});
 }
 
 TEST_CASE("structured output: response_format is sent and parse_structured reads the reply") {

@@ -41,3 +41,10 @@ if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
   message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
 endif()
 message(STATUS "storage_consumer printed: ${last_output}")
+
+# The model client: its archive brings libcurl along.
+run(${WORK_DIR}/build/models_consumer)
+if(NOT last_output MATCHES "models model.config")
+  message(FATAL_ERROR "unexpected models_consumer output: ${last_output}")
+endif()
+message(STATUS "models_consumer printed: ${last_output}")

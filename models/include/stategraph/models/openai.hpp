@@ -69,6 +69,9 @@ class OpenAIChatModel final : public ChatModel {
 
  protected:
   [[nodiscard]] boost::asio::awaitable<Message> agenerate(Request request) const override;
+  /// Blocking calls run on an io_context kept per calling thread, so that the blocking calls of
+  /// one thread reuse their connections.
+  [[nodiscard]] Message generate(const Request& request) const override;
 
  private:
   OpenAIConfig config_;
