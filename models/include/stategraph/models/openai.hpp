@@ -64,7 +64,7 @@ class OpenAIChatModel final : public ChatModel {
  public:
   explicit OpenAIChatModel(OpenAIConfig config);
 
-  /// The configured model name. noexcept in effect; thread-safe.
+  /// The configured model name. Thread-safe.
   [[nodiscard]] std::string model_name() const override { return config_.model; }
   /// "openai" (LangChain's ls_provider for OpenAI-compatible servers). Thread-safe.
   [[nodiscard]] std::string provider() const override { return "openai"; }
