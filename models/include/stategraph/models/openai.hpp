@@ -6,9 +6,10 @@
 //   sg::OpenAIChatModel model(sg::OpenAIConfig::from_env());
 //   sg::Message reply = model.invoke({sg::human("What is 2 + 2?")});
 //
-// Requests run on curl's multi interface driven by the caller's Boost.Asio executor: an
-// awaiting call (ainvoke, astream, a coroutine node) holds no thread while the server answers,
-// and calls on one io_context share its connections.
+// Requests run on curl's multi interface driven by the caller's Boost.Asio execution context
+// (an io_context or a thread_pool): an awaiting call (ainvoke, astream, a coroutine node) holds
+// no thread while the server answers, and calls on one context share its connections. Blocking
+// calls (invoke, stream, embed) run the same code on an io_context kept per calling thread.
 
 #include <stategraph/models/chat_model.hpp>
 #include <stategraph/store/store.hpp>
@@ -63,8 +64,11 @@ class OpenAIChatModel final : public ChatModel {
  public:
   explicit OpenAIChatModel(OpenAIConfig config);
 
+  /// The configured model name. Thread-safe.
   [[nodiscard]] std::string model_name() const override { return config_.model; }
+  /// "openai" (LangChain's ls_provider for OpenAI-compatible servers). Thread-safe.
   [[nodiscard]] std::string provider() const override { return "openai"; }
+  /// The configuration as given. Thread-safe.
   [[nodiscard]] const OpenAIConfig& config() const noexcept { return config_; }
 
  protected:
@@ -91,9 +95,12 @@ class OpenAIEmbeddings final : public Embeddings {
   explicit OpenAIEmbeddings(OpenAIConfig config, std::string model = "text-embedding-3-small",
                             std::size_t dims = 1536, std::size_t batch_size = 256);
 
+  /// The size of every vector embed() returns. Thread-safe.
   [[nodiscard]] std::size_t dims() const noexcept override { return dims_; }
+  /// One vector per text, in input order (none for no texts). Throws as described above.
   [[nodiscard]] std::vector<std::vector<float>> embed(
       const std::vector<std::string>& texts) override;
+  /// The embedding model's name. Thread-safe.
   [[nodiscard]] const std::string& model() const noexcept { return model_; }
 
  private:
