@@ -36,12 +36,17 @@ class ScopedExecutor {
       boost::asio::execution::context_t) const noexcept {
     return boost::asio::query(inner_, boost::asio::execution::context);
   }
-  static constexpr boost::asio::execution::blocking_t query(
-      boost::asio::execution::blocking_t) noexcept {
-    return boost::asio::execution::blocking.never;
+  /// possibly (a handler may run inline, on the strand) unless required to be never.
+  [[nodiscard]] boost::asio::execution::blocking_t query(
+      boost::asio::execution::blocking_t) const noexcept {
+    if (never_) return boost::asio::execution::blocking.never;
+    return boost::asio::execution::blocking.possibly;
   }
   [[nodiscard]] ScopedExecutor require(boost::asio::execution::blocking_t::never_t) const {
-    return {boost::asio::require(inner_, boost::asio::execution::blocking.never), scope_};
+    ScopedExecutor out(boost::asio::require(inner_, boost::asio::execution::blocking.never),
+                       scope_);
+    out.never_ = true;
+    return out;
   }
 
   template <class F>
@@ -53,7 +58,7 @@ class ScopedExecutor {
   }
 
   friend bool operator==(const ScopedExecutor& a, const ScopedExecutor& b) noexcept {
-    return a.inner_ == b.inner_ && a.scope_ == b.scope_;
+    return a.inner_ == b.inner_ && a.scope_ == b.scope_ && a.never_ == b.never_;
   }
   friend bool operator!=(const ScopedExecutor& a, const ScopedExecutor& b) noexcept {
     return !(a == b);
@@ -62,6 +67,7 @@ class ScopedExecutor {
  private:
   boost::asio::any_io_executor inner_;
   std::shared_ptr<TaskScope> scope_;
+  bool never_ = false;
 };
 
 /// What an asynchronous run adds to its executor: the strand it runs on, and the timer its loop
