@@ -30,6 +30,25 @@ class ChunkRouter {
       metadata_ = ctx_->messages_metadata(call_metadata(model, options));
   }
 
+  /// The implementation's request for `messages` and `options` (which outlive it). Throws
+  /// CancelledError when the call or the run is already cancelled.
+  [[nodiscard]] ChatModel::Request request(const std::vector<Message>& messages,
+                                           const ChatOptions& options) {
+    ChatModel::Request out;
+    out.messages = &messages;
+    out.options = &options;
+    out.on_chunk = handler();
+    out.run_cancellation = ctx_ ? ctx_->config().cancellation : CancellationToken{};
+    if (out.cancelled()) throw CancelledError();
+    return out;
+  }
+
+  /// Tells the run the call is over (a reply that was not streamed goes out whole).
+  void finish(const Message& reply) const {
+    if (!metadata_.is_null()) ctx_->write_message_done(reply, metadata_);
+  }
+
+ private:
   /// The handler to give the implementation (null: do not stream).
   [[nodiscard]] const ChunkHandler* handler() {
     if (metadata_.is_null()) return caller_;
@@ -40,16 +59,6 @@ class ChunkRouter {
     return &handler_;
   }
 
-  [[nodiscard]] CancellationToken run_cancellation() const {
-    return ctx_ ? ctx_->config().cancellation : CancellationToken{};
-  }
-
-  /// Tells the run the call is over (a reply that was not streamed goes out whole).
-  void finish(const Message& reply) const {
-    if (!metadata_.is_null()) ctx_->write_message_done(reply, metadata_);
-  }
-
- private:
   Context* ctx_;
   const ChunkHandler* caller_;
   nlohmann::json metadata_{};
@@ -89,12 +98,7 @@ boost::asio::awaitable<Message> ChatModel::astream(std::vector<Message> messages
 Message ChatModel::call(const std::vector<Message>& messages, const ChatOptions& options,
                         const ChunkHandler* on_chunk) const {
   ChunkRouter router(*this, options, on_chunk);
-  Request request;
-  request.messages = &messages;
-  request.options = &options;
-  request.on_chunk = router.handler();
-  request.run_cancellation = router.run_cancellation();
-  if (request.cancelled()) throw CancelledError();
+  const Request request = router.request(messages, options);
   Message reply = generate(request);
   router.finish(reply);
   return reply;
@@ -104,12 +108,7 @@ boost::asio::awaitable<Message> ChatModel::acall(std::vector<Message> messages, 
                                                  ChunkHandler on_chunk, bool streaming) const {
   // Runs on the node's executor, which keeps the node's Context current (see async.hpp).
   ChunkRouter router(*this, options, streaming ? &on_chunk : nullptr);
-  Request request;
-  request.messages = &messages;
-  request.options = &options;
-  request.on_chunk = router.handler();
-  request.run_cancellation = router.run_cancellation();
-  if (request.cancelled()) throw CancelledError();
+  Request request = router.request(messages, options);
   Message reply = co_await agenerate(request);
   router.finish(reply);
   co_return reply;

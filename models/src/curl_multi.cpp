@@ -16,6 +16,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include "text.hpp"
+
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
@@ -25,6 +27,9 @@ namespace net = boost::asio;
 using Clock = std::chrono::steady_clock;
 
 namespace {
+
+using models_detail::lower;
+using models_detail::trim;
 
 void curl_global_once() {
   static const CURLcode result = curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -58,18 +63,6 @@ struct PendingHandlerOf final : PendingHandler {
   }
   Handler handler;
 };
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
-}
 
 TransferEnd classify(CURLcode code) {
   switch (code) {
@@ -448,26 +441,23 @@ class AsioCurlMulti final : public CurlMulti,
   }
 
   void watch(curl_socket_t fd, const std::shared_ptr<Socket>& socket) {
-    if ((socket->wanted & CURL_POLL_IN) != 0 && !socket->reading) {
-      socket->reading = true;
-      socket->descriptor.async_wait(
-          Descriptor::wait_read,
-          [self = shared_from_this(), fd, socket](const boost::system::error_code& ec) {
-            std::lock_guard lock(self->mu_);
-            socket->reading = false;
-            self->ready(fd, socket, ec, CURL_CSELECT_IN);
-          });
-    }
-    if ((socket->wanted & CURL_POLL_OUT) != 0 && !socket->writing) {
-      socket->writing = true;
-      socket->descriptor.async_wait(
-          Descriptor::wait_write,
-          [self = shared_from_this(), fd, socket](const boost::system::error_code& ec) {
-            std::lock_guard lock(self->mu_);
-            socket->writing = false;
-            self->ready(fd, socket, ec, CURL_CSELECT_OUT);
-          });
-    }
+    watch_one(fd, socket, CURL_POLL_IN, &Socket::reading, Descriptor::wait_read, CURL_CSELECT_IN);
+    watch_one(fd, socket, CURL_POLL_OUT, &Socket::writing, Descriptor::wait_write,
+              CURL_CSELECT_OUT);
+  }
+
+  /// Waits once for `socket` to be ready in one direction, when curl wants it and no wait for it
+  /// is pending.
+  void watch_one(curl_socket_t fd, const std::shared_ptr<Socket>& socket, int poll,
+                 bool Socket::*waiting, Descriptor::wait_type wait, int event) {
+    if ((socket->wanted & poll) == 0 || (*socket).*waiting) return;
+    (*socket).*waiting = true;
+    socket->descriptor.async_wait(wait, [self = shared_from_this(), fd, socket, waiting,
+                                         event](const boost::system::error_code& ec) {
+      std::lock_guard lock(self->mu_);
+      (*socket).*waiting = false;
+      self->ready(fd, socket, ec, event);
+    });
   }
 
   void ready(curl_socket_t fd, const std::shared_ptr<Socket>& socket,

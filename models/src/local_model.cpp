@@ -11,22 +11,12 @@
 #include <set>
 #include <string_view>
 
+#include "text.hpp"
+
 namespace sg {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string trim(std::string_view s) {
-  const auto* ws = " \t\r\n";
-  const auto b = s.find_first_not_of(ws);
-  if (b == std::string_view::npos) return {};
-  const auto e = s.find_last_not_of(ws);
-  return std::string(s.substr(b, e - b + 1));
-}
+using models_detail::lower;
 
 struct Sentence {
   std::string text;  // without its final punctuation
@@ -45,7 +35,7 @@ std::vector<Sentence> sentences(std::string_view text) {
   std::vector<Sentence> out;
   std::string current;
   auto flush = [&](bool question) {
-    std::string t = trim(current);
+    std::string t(models_detail::trim(current));
     current.clear();
     if (t.empty()) return;
     out.push_back({t, question || starts_like_question(t)});
@@ -166,7 +156,7 @@ std::string summarize(const std::vector<Message>& messages, const ChatOptions& o
 }
 
 std::string answer(const std::vector<Message>& messages, std::size_t last) {
-  const std::string text = trim(messages[last].text());
+  const std::string text(models_detail::trim(messages[last].text()));
   const auto parts = sentences(text);
   const bool question =
       std::any_of(parts.begin(), parts.end(), [](const Sentence& s) { return s.question; });
@@ -245,10 +235,10 @@ std::vector<ToolCall> requested_calls(const std::string& text, const std::vector
       }
     }
     if (strings.size() == 1) {
-      std::string value = trim(rest);
+      std::string value(models_detail::trim(rest));
       for (const char* filler : {"for ", "in ", "of ", "about ", "on "}) {
         if (lower(value).rfind(filler, 0) == 0)
-          value = trim(value.substr(std::string(filler).size()));
+          value = std::string(models_detail::trim(value.substr(std::string(filler).size())));
       }
       while (!value.empty() && std::string(".?!,;:").find(value.back()) != std::string::npos)
         value.pop_back();

@@ -7,8 +7,13 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "text.hpp"
+
 namespace sg::detail {
 namespace {
+
+using models_detail::lower;
+using models_detail::trim;
 
 using nlohmann::json;
 
@@ -76,12 +81,6 @@ json message_json(const Message& m, std::size_t index) {
 std::string string_or(const json& object, const char* key, std::string fallback = {}) {
   const auto it = object.find(key);
   return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
 }
 
 }  // namespace
