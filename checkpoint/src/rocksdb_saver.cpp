@@ -37,6 +37,10 @@ void RocksDbSaver::flush() {
   static_cast<detail::RocksDb&>(impl_->kv()).flush();
 }
 
+std::uint64_t RocksDbSaver::bytes_written() const noexcept {
+  return static_cast<const detail::RocksDb&>(impl_->kv()).bytes_written();
+}
+
 std::uint64_t RocksDbSaver::disk_bytes() const {
   std::uint64_t total = 0;
   std::error_code ec;

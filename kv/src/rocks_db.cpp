@@ -94,6 +94,7 @@ void RocksDb::write(const std::vector<KvOp>& ops) {
     fail_(status.IsCorruption() ? RocksFailure::corrupt : RocksFailure::io,
           "writing: " + status.ToString());
   }
+  bytes_written_.fetch_add(batch.GetDataSize(), std::memory_order_relaxed);
 }
 
 void RocksDb::scan(std::uint8_t space, std::string_view lower, std::string_view upper, bool reverse,

@@ -1,5 +1,6 @@
 // RocksDbSaver specifics: persistence across reopen, locking, corrupt and unknown records.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/stategraph.hpp>
 
 #include <doctest/doctest.h>
 #include <rocksdb/db.h>
@@ -164,4 +165,36 @@ TEST_CASE("a corrupt record is a CheckpointError naming the thread and checkpoin
              what.find("opening the checkpoint database") != std::string::npos));
     }
   }
+}
+
+TEST_CASE("bytes_written per superstep stays flat as a message thread grows") {
+  sg::test::TempDir dir;
+  auto saver = sg::RocksDbSaver::open(dir.sub("db"));
+  CHECK(saver->bytes_written() == 0);
+  sg::StateGraph<sg::MessagesState> g;
+  g.add_node("talk", [](const sg::MessagesState& s) {
+    return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(
+        sg::ai("reply number " + std::to_string(s.messages.size()) + std::string(200, 'x')));
+  });
+  g.add_edge(sg::START, "talk");
+  const auto app = g.compile({.checkpointer = saver});
+  sg::RunConfig config;
+  config.thread_id = "long";
+  auto turn = [&](int t) {
+    const std::uint64_t before = saver->bytes_written();
+    app.invoke(sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(
+                   sg::human("turn " + std::to_string(t) + std::string(200, 'y'))),
+               config);
+    return saver->bytes_written() - before;
+  };
+  std::uint64_t early = 0;
+  std::uint64_t late = 0;
+  for (int t = 0; t < 400; ++t) {
+    const std::uint64_t written = turn(t);
+    CHECK(written > 400);  // at least the two new messages
+    if (t >= 10 && t < 20) early += written;
+    if (t >= 390) late += written;
+  }
+  // 800 messages in the thread at the end, 20-40 early: the bytes of a turn do not grow with it.
+  CHECK(static_cast<double>(late) < 1.2 * static_cast<double>(early));
 }

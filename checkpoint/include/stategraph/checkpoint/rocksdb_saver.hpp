@@ -41,6 +41,9 @@ class RocksDbSaver final : public KvCheckpointer {
   void flush();
   /// Bytes of the database directory on disk (files it cannot stat count 0). Thread-safe.
   [[nodiscard]] std::uint64_t disk_bytes() const;
+  /// Bytes of the write batches this saver committed since it was opened (what it wrote, before
+  /// RocksDB's compaction): the measure of storage growth per superstep. Thread-safe.
+  [[nodiscard]] std::uint64_t bytes_written() const noexcept;
 
  private:
   RocksDbSaver(std::unique_ptr<Impl> impl, std::string path);

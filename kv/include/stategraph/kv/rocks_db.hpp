@@ -6,6 +6,7 @@
 
 #include <stategraph/kv/kv.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -73,6 +74,11 @@ class RocksDb final : public KvBackend {
             const std::function<bool(std::string_view, std::string_view)>& visit) override;
   /// Writes memtables to table files.
   void flush();
+  /// Bytes of the write batches committed since open (keys, values and RocksDB's record
+  /// framing): what the application wrote, before compaction. Thread-safe.
+  [[nodiscard]] std::uint64_t bytes_written() const noexcept {
+    return bytes_written_.load(std::memory_order_relaxed);
+  }
 
  private:
   RocksDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool fsync,
@@ -81,6 +87,7 @@ class RocksDb final : public KvBackend {
   std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default family
   bool fsync_;
   RocksFail fail_;
+  std::atomic<std::uint64_t> bytes_written_{0};
 };
 
 }  // namespace sg::detail
