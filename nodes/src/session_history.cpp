@@ -307,23 +307,6 @@ std::vector<Message> output_messages(const nlohmann::json& output,
   return to_messages(output, MessageType::ai, "output");
 }
 
-/// What the messages runnable gets from the input the wrapper built.
-std::vector<Message> runnable_messages(const nlohmann::json& input,
-                                       const MessageHistoryOptions& options) {
-  if (!input.is_object() || message_shaped(input)) {
-    return to_messages(input, MessageType::human, "input");
-  }
-  if (!options.history_messages_key.empty()) {
-    std::vector<Message> out = messages_from_json(
-        dict_entry(input, options.history_messages_key, "history_messages_key", "input"));
-    for (auto& m : input_messages(input, options)) out.push_back(std::move(m));
-    return out;
-  }
-  // The input key holds the history and the new messages.
-  return to_messages(dict_entry(input, options.input_messages_key, "input_messages_key", "input"),
-                     MessageType::human, "input");
-}
-
 std::string config_value(const nlohmann::json& value, const std::string& key) {
   if (value.is_string()) return value.get<std::string>();
   if (value.is_number() || value.is_boolean()) return value.dump();
@@ -331,16 +314,7 @@ std::string config_value(const nlohmann::json& value, const std::string& key) {
                                           "\"] must be a string or a number; got " + value.dump());
 }
 
-using Runnable = RunnableWithMessageHistory::Runnable;
 using MessagesRunnable = RunnableWithMessageHistory::MessagesRunnable;
-
-Runnable over_messages(MessagesRunnable fn, const MessageHistoryOptions& options) {
-  if (!fn) throw Error(errc::kInvalidArgument, std::string(kWho) + "the runnable is empty");
-  return [fn = std::move(fn), options](const nlohmann::json& input,
-                                       const RunConfig&) -> nlohmann::json {
-    return message_to_json(fn(runnable_messages(input, options)));
-  };
-}
 
 MessagesRunnable over_model(std::shared_ptr<const ChatModel> model, ChatOptions model_options) {
   if (!model) throw Error(errc::kInvalidArgument, std::string(kWho) + "the model is null");
@@ -365,7 +339,29 @@ RunnableWithMessageHistory::RunnableWithMessageHistory(Runnable runnable,
     : runnable_(std::move(runnable)),
       factory_(std::move(get_session_history)),
       options_(std::move(options)) {
-  if (!runnable_) throw Error(errc::kInvalidArgument, std::string(kWho) + "the runnable is empty");
+  check();
+}
+
+RunnableWithMessageHistory::RunnableWithMessageHistory(MessagesRunnable runnable,
+                                                       SessionHistoryFactory get_session_history,
+                                                       MessageHistoryOptions options)
+    : messages_runnable_(std::move(runnable)),
+      factory_(std::move(get_session_history)),
+      options_(std::move(options)) {
+  check();
+}
+
+RunnableWithMessageHistory::RunnableWithMessageHistory(std::shared_ptr<const ChatModel> model,
+                                                       SessionHistoryFactory get_session_history,
+                                                       MessageHistoryOptions options,
+                                                       ChatOptions model_options)
+    : RunnableWithMessageHistory(over_model(std::move(model), std::move(model_options)),
+                                 std::move(get_session_history), std::move(options)) {}
+
+void RunnableWithMessageHistory::check() const {
+  if (!runnable_ && !messages_runnable_) {
+    throw Error(errc::kInvalidArgument, std::string(kWho) + "the runnable is empty");
+  }
   if (!factory_) {
     throw Error(errc::kInvalidArgument, std::string(kWho) + "get_session_history is empty");
   }
@@ -375,19 +371,6 @@ RunnableWithMessageHistory::RunnableWithMessageHistory(Runnable runnable,
                                             "{\"session_id\"})");
   }
 }
-
-RunnableWithMessageHistory::RunnableWithMessageHistory(MessagesRunnable runnable,
-                                                       SessionHistoryFactory get_session_history,
-                                                       MessageHistoryOptions options)
-    : RunnableWithMessageHistory(over_messages(std::move(runnable), options),
-                                 std::move(get_session_history), options) {}
-
-RunnableWithMessageHistory::RunnableWithMessageHistory(std::shared_ptr<const ChatModel> model,
-                                                       SessionHistoryFactory get_session_history,
-                                                       MessageHistoryOptions options,
-                                                       ChatOptions model_options)
-    : RunnableWithMessageHistory(over_model(std::move(model), std::move(model_options)),
-                                 std::move(get_session_history), std::move(options)) {}
 
 std::shared_ptr<ChatMessageHistory> RunnableWithMessageHistory::session_history(
     const RunConfig& config) const {
@@ -428,24 +411,32 @@ RunnableWithMessageHistory::Turn RunnableWithMessageHistory::run(const nlohmann:
   Turn turn;
   turn.history = session_history(config);
   turn.new_messages = input_messages(input, options_);  // checks the input before the run
-  const nlohmann::json history = messages_to_json(turn.history->messages());
+  std::vector<Message> history = turn.history->messages();
 
-  nlohmann::json bound;
-  if (!options_.history_messages_key.empty()) {
-    bound = input;
-    bound[options_.history_messages_key] = history;
+  std::vector<Message> replies;
+  if (messages_runnable_) {
+    // The messages the JSON input would carry, without the round trip through JSON.
+    history.insert(history.end(), turn.new_messages.begin(), turn.new_messages.end());
+    replies.push_back(messages_runnable_(history));
+    turn.output = message_to_json(replies.back());
   } else {
-    nlohmann::json all = history;
-    for (const auto& m : turn.new_messages) all.push_back(message_to_json(m));
-    if (!options_.input_messages_key.empty()) {
+    nlohmann::json bound;
+    if (!options_.history_messages_key.empty()) {
       bound = input;
-      bound[options_.input_messages_key] = std::move(all);
+      bound[options_.history_messages_key] = messages_to_json(history);
     } else {
-      bound = std::move(all);
+      nlohmann::json all = messages_to_json(history);
+      for (const auto& m : turn.new_messages) all.push_back(message_to_json(m));
+      if (!options_.input_messages_key.empty()) {
+        bound = input;
+        bound[options_.input_messages_key] = std::move(all);
+      } else {
+        bound = std::move(all);
+      }
     }
+    turn.output = runnable_(bound, config);
+    replies = output_messages(turn.output, options_);
   }
-  turn.output = runnable_(bound, config);
-  std::vector<Message> replies = output_messages(turn.output, options_);
   turn.output_count = replies.size();
   for (auto& m : replies) turn.new_messages.push_back(std::move(m));
   turn.history->add_messages(turn.new_messages);

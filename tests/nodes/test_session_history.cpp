@@ -14,7 +14,9 @@
 #include <support/loopback_openai.hpp>
 #include <support/temp_dir.hpp>
 
+#include <atomic>
 #include <stdexcept>
+#include <thread>
 
 namespace {
 
@@ -279,6 +281,27 @@ TEST_CASE("RunnableWithMessageHistory: several session keys (test_using_custom_c
         std::vector<std::string>{"human:meow", "ai:you said: meow"});
 }
 
+TEST_CASE("RunnableWithMessageHistory over a function of messages gets history then input") {
+  std::vector<std::vector<std::string>> seen;
+  auto histories = sg::in_memory_histories();
+  sg::RunnableWithMessageHistory with_history(
+      [&](const std::vector<Message>& messages) {
+        seen.push_back(texts(messages));
+        return sg::ai("reply " + std::to_string(messages.size()));
+      },
+      histories, {.input_messages_key = "question", .history_messages_key = "history"});
+  CHECK(with_history.invoke({{"question", "one"}, {"lang", "en"}}, session("f")) ==
+        json(sg::ai("reply 1")));
+  CHECK(with_history.invoke_message({{"question", json::array({sg::human("two")})}}, session("f"))
+            .text() == "reply 3");
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[1] == std::vector<std::string>{"human:one", "ai:reply 1", "human:two"});
+  CHECK(histories({{"session_id", "f"}})->messages().size() == 4);
+  CHECK_THROWS_AS(
+      sg::RunnableWithMessageHistory(sg::RunnableWithMessageHistory::MessagesRunnable{}, histories),
+      sg::Error);
+}
+
 TEST_CASE("RunnableWithMessageHistory: missing keys and bad input are clear errors") {
   int calls = 0;
   auto histories = sg::in_memory_histories();
@@ -414,4 +437,33 @@ TEST_CASE("RunnableWithMessageHistory over the loopback OpenAI server sends the 
   CHECK(second[2]["content"] == "whats my name?");
   CHECK(requests[2].json()["messages"].size() == 1);  // a new session starts empty
   CHECK(sg::CheckpointedChatMessageHistory(saver, "history/session_id=4").messages().size() == 4);
+}
+
+TEST_CASE("RunnableWithMessageHistory serves concurrent sessions on one checkpointer") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  sg::RunnableWithMessageHistory chat(
+      [](const std::vector<Message>& messages) {
+        return sg::ai("seen " + std::to_string(messages.size()));
+      },
+      sg::checkpointed_histories(saver));
+  constexpr int kThreads = 6;
+  constexpr int kTurns = 15;
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < kTurns; ++i) {
+        const auto reply =
+            chat.invoke_message("turn " + std::to_string(i), session("s" + std::to_string(t)));
+        // Each session sees only its own turns: 2 per earlier turn, then the new message.
+        if (reply.text() != "seen " + std::to_string(2 * i + 1)) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(wrong == 0);
+  CHECK(saver->threads().size() == kThreads);
+  for (int t = 0; t < kThreads; ++t) {
+    CHECK(chat.session_history(session("s" + std::to_string(t)))->messages().size() == 2 * kTurns);
+  }
 }

@@ -171,8 +171,8 @@ class RunnableWithMessageHistory {
   /// history_factory_config.
   RunnableWithMessageHistory(Runnable runnable, SessionHistoryFactory get_session_history,
                              MessageHistoryOptions options = {});
-  /// Wraps a function over messages (the input's messages: the history, then the new ones; with
-  /// history_messages_key, input[history_messages_key] then input[input_messages_key]).
+  /// Wraps a function over messages: it gets the history, then the new messages of the input
+  /// (also with a dict input and history_messages_key), and its reply is saved.
   RunnableWithMessageHistory(MessagesRunnable runnable, SessionHistoryFactory get_session_history,
                              MessageHistoryOptions options = {});
   /// Wraps a chat model as the function over messages above; `model_options` go with every call.
@@ -196,8 +196,10 @@ class RunnableWithMessageHistory {
  private:
   struct Turn;
   [[nodiscard]] Turn run(const nlohmann::json& input, const RunConfig& config) const;
+  void check() const;
 
-  Runnable runnable_;
+  Runnable runnable_;                   // or
+  MessagesRunnable messages_runnable_;  // (one of the two is set)
   SessionHistoryFactory factory_;
   MessageHistoryOptions options_;
 };
