@@ -7,6 +7,7 @@
 #include <stategraph/models/openai.hpp>
 #include <stategraph/models/react_agent.hpp>
 #include <stategraph/nodes/buffer_memory.hpp>
+#include <stategraph/nodes/session_history.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -285,6 +286,29 @@ TEST_CASE("with LocalModel, a fact outside the window is forgotten, a full buffe
   CHECK(chat(window) == "I don't know that yet.");
   sg::ConversationTokenBufferMemory tokens(40, {}, {.return_messages = true});
   CHECK(chat(tokens) == "I don't know that yet.");
+
+  // The same through the hook in a checkpointed ReAct agent.
+  auto agent_chat = [](std::size_t k) {
+    sg::ReactAgentOptions options;
+    options.pre_model_hook = sg::buffer_window_hook<sg::AgentState>(k);
+    options.checkpointer = std::make_shared<sg::InMemorySaver>();
+    const auto agent = sg::create_react_agent(std::make_shared<sg::LocalModel>(), {}, options);
+    sg::RunConfig config;
+    config.thread_id = "ada";
+    std::string last;
+    for (const char* text :
+         {"My name is Ada.", "I live in Lisbon.", "I like green tea.", "What is my name?"}) {
+      last =
+          agent
+              .invoke(sg::Update<sg::AgentState>{}.set<&sg::AgentState::messages>(sg::human(text)),
+                      config)
+              .state.messages.back()
+              .text();
+    }
+    return last;
+  };
+  CHECK(agent_chat(3) == "You told me: my name is Ada.");
+  CHECK(agent_chat(2) == "I don't know that yet.");
 }
 
 TEST_CASE("a window memory over the loopback OpenAI server sends 2k messages and the input") {
@@ -328,4 +352,19 @@ TEST_CASE("a window memory over the loopback OpenAI server sends 2k messages and
   REQUIRE(graph_requests.size() == 3);
   CHECK(graph_requests[2].json()["messages"].size() == 3);
   CHECK(graph_requests[2].json()["messages"][0]["content"] == "turn 2");
+
+  // The modern pattern: a windowed history behind RunnableWithMessageHistory.
+  sg::testing::LoopbackOpenAI server3;
+  openai.base_url = server3.base_url();
+  auto history = std::make_shared<sg::WindowedChatMessageHistory>(2);
+  sg::RunnableWithMessageHistory chat(std::make_shared<sg::OpenAIChatModel>(openai),
+                                      [history](const sg::SessionKeys&) { return history; });
+  config.configurable = {{"session_id", "w"}};
+  for (int i = 1; i <= 4; ++i) (void)chat.invoke_message("turn " + std::to_string(i), config);
+  const auto chat_requests = server3.requests();
+  REQUIRE(chat_requests.size() == 4);
+  CHECK(chat_requests[3].json()["messages"].size() == 5);  // 2 exchanges and the input
+  CHECK(chat_requests[3].json()["messages"][0]["content"] == "turn 2");
+  CHECK(history->total_messages_seen() == 8);
+  CHECK(history->messages().size() == 4);
 }

@@ -8,9 +8,9 @@
 //   nlohmann::json vars = memory.load_memory_variables();   // {"history": [...last 6...]}
 //
 //   // In a graph: the model sees the last 2 exchanges and the current turn.
-//   auto agent = sg::create_react_agent(model, tools,
-//                                       {.pre_model_hook =
-//                                       sg::buffer_window_hook<sg::AgentState>(2)});
+//   sg::ReactAgentOptions options;
+//   options.pre_model_hook = sg::buffer_window_hook<sg::AgentState>(2);
+//   auto agent = sg::create_react_agent(model, tools, options);
 //
 // The token buffer in a graph is trim_hook (trim.hpp) with max_tokens = max_token_limit.
 
