@@ -68,7 +68,9 @@ void MemoryWriter::run() {
         std::min_element(pending_.begin(), pending_.end(),
                          [](const auto& a, const auto& b) { return a.second.due < b.second.due; });
     if (flushers_ == 0 && !closed_ && next->second.due > Clock::now()) {
-      wake_.wait_until(lock, next->second.due);
+      // A copy: the entry may be replaced or erased while the lock is released.
+      const Clock::time_point due = next->second.due;
+      wake_.wait_until(lock, due);
       continue;
     }
     MemoryWriteJob job = std::move(next->second.job);
