@@ -87,15 +87,15 @@ void check_keyword(const std::string& key, const nlohmann::json& value, const st
              key == "exclusiveMaximum") {
     if (!value.is_number()) bad_schema(here, "'" + key + "' must be a number");
   } else if (std::find(kAnnotations.begin(), kAnnotations.end(), key) == kAnnotations.end()) {
-    bad_schema(at.empty() ? "#" : at, "unsupported keyword '" + key + "'");
+    bad_schema(at, "unsupported keyword '" + key + "'");
   }
 }
 
+/// Checks the schema at `at` ("#" for the root, then "#/properties/name", ...).
 void check_schema(const nlohmann::json& schema, const std::string& at) {
-  const std::string where = at.empty() ? "#" : at;
   if (schema.is_boolean()) return;
-  if (!schema.is_object()) bad_schema(where, "a schema must be an object or a boolean");
-  for (const auto& [key, value] : schema.items()) check_keyword(key, value, at.empty() ? "#" : at);
+  if (!schema.is_object()) bad_schema(at, "a schema must be an object or a boolean");
+  for (const auto& [key, value] : schema.items()) check_keyword(key, value, at);
 }
 
 std::string type_name(const nlohmann::json& v) {
@@ -219,7 +219,7 @@ class Validator {
 JsonSchema::JsonSchema() : schema_(true) {}
 
 JsonSchema::JsonSchema(nlohmann::json schema) : schema_(std::move(schema)) {
-  check_schema(schema_, "");
+  check_schema(schema_, "#");
 }
 
 std::vector<std::string> JsonSchema::errors(const nlohmann::json& instance) const {
