@@ -51,7 +51,8 @@ ProfileMemory::ProfileMemory(ProfileOptions options)
 nlohmann::json ProfileMemory::get(Store& store, const nlohmann::json& configurable) const {
   const Namespace ns = options_->ns.resolve(configurable);
   auto item = store.get(ns, options_->key);
-  return item ? std::move(item->value) : options_->initial;
+  if (!item) return options_->initial;
+  return std::move(item->value);
 }
 
 nlohmann::json ProfileMemory::patch(Store& store, const nlohmann::json& configurable,
@@ -60,8 +61,7 @@ nlohmann::json ProfileMemory::patch(Store& store, const nlohmann::json& configur
   if (!patch.is_array())
     throw Error(errc::kInvalidArgument, "profile patch: a JSON Patch is an array of operations");
   std::lock_guard lock(*mu_);
-  auto item = store.get(ns, options_->key);
-  const nlohmann::json current = item ? std::move(item->value) : options_->initial;
+  const nlohmann::json current = get(store, configurable);
   nlohmann::json next;
   try {
     next = current.patch(patch);
