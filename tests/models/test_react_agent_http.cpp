@@ -45,16 +45,6 @@ std::vector<nlohmann::json> tool_call_chunks() {
           chunk(nlohmann::json::object(), "tool_calls")};
 }
 
-nlohmann::json text_completion(const std::string& text) {
-  return {{"id", "chatcmpl-3"},
-          {"object", "chat.completion"},
-          {"model", "loopback"},
-          {"choices",
-           {{{"index", 0},
-             {"finish_reason", "stop"},
-             {"message", {{"role", "assistant"}, {"content", text}}}}}}};
-}
-
 sg::Update<sg::AgentState> ask_http(std::string text) {
   sg::Update<sg::AgentState> u;
   u.set<&sg::AgentState::messages>(std::vector<sg::Message>{sg::human(std::move(text))});
@@ -66,7 +56,7 @@ sg::Update<sg::AgentState> ask_http(std::string text) {
 TEST_CASE("the ReAct agent over HTTP: tool calls, tool results sent back, the answer") {
   sg::testing::LoopbackOpenAI server;
   server.push(sg::testing::LoopbackReply::json(tool_call_completion()));
-  server.push(sg::testing::LoopbackReply::json(text_completion("6 times 7 is 42.")));
+  server.push(sg::testing::LoopbackReply::text("6 times 7 is 42."));
   sg::OpenAIConfig config;
   config.base_url = server.base_url();
   config.model = "loopback";

@@ -15,35 +15,6 @@ namespace {
 
 using nlohmann::json;
 
-/// A chat completion whose message calls `calls` ({name, arguments object} pairs).
-json calls_completion(const std::vector<std::pair<std::string, json>>& calls) {
-  json tool_calls = json::array();
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    tool_calls.push_back(
-        {{"id", "call_" + std::to_string(i)},
-         {"type", "function"},
-         {"function", {{"name", calls[i].first}, {"arguments", calls[i].second.dump()}}}});
-  }
-  return {
-      {"id", "chatcmpl-t"},
-      {"object", "chat.completion"},
-      {"model", "loopback"},
-      {"choices",
-       {{{"index", 0},
-         {"finish_reason", "tool_calls"},
-         {"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls}}}}}}};
-}
-
-json text_completion(const std::string& text) {
-  return {{"id", "chatcmpl-x"},
-          {"object", "chat.completion"},
-          {"model", "loopback"},
-          {"choices",
-           {{{"index", 0},
-             {"finish_reason", "stop"},
-             {"message", {{"role", "assistant"}, {"content", text}}}}}}};
-}
-
 std::shared_ptr<sg::OpenAIChatModel> client(const sg::testing::LoopbackOpenAI& server) {
   sg::OpenAIConfig config;
   config.base_url = server.base_url();
@@ -62,9 +33,9 @@ const json* find_tool(const json& request, const std::string& name) {
 
 TEST_CASE("over HTTP, the agent's manage_memory call stores a memory in the user's namespace") {
   sg::testing::LoopbackOpenAI server;
-  server.push(sg::testing::LoopbackReply::json(
-      calls_completion({{"manage_memory", {{"content", "Prefers Go for backend work"}}}})));
-  server.push(sg::testing::LoopbackReply::json(text_completion("Noted, Go it is.")));
+  server.push(sg::testing::LoopbackReply::tool_calls(
+      {{"manage_memory", {{"content", "Prefers Go for backend work"}}}}));
+  server.push(sg::testing::LoopbackReply::text("Noted, Go it is."));
   auto store = std::make_shared<sg::InMemoryStore>();
   auto agent = sg::create_react_agent(
       client(server), {sg::make_manage_memory_tool(), sg::make_search_memory_tool()},
@@ -99,10 +70,10 @@ TEST_CASE("over HTTP, the agent's manage_memory call stores a memory in the user
 
 TEST_CASE("over HTTP, a rejected profile patch goes back to the model with the error") {
   sg::testing::LoopbackOpenAI server;
-  server.push(sg::testing::LoopbackReply::json(calls_completion(
-      {{"patch_profile", {{"patch", {{{"op", "add"}, {"path", "/age"}, {"value", "sixty"}}}}}}})));
-  server.push(sg::testing::LoopbackReply::json(calls_completion(
-      {{"patch_profile", {{"patch", {{{"op", "add"}, {"path", "/age"}, {"value", 60}}}}}}})));
+  server.push(sg::testing::LoopbackReply::tool_calls(
+      {{"patch_profile", {{"patch", {{{"op", "add"}, {"path", "/age"}, {"value", "sixty"}}}}}}}));
+  server.push(sg::testing::LoopbackReply::tool_calls(
+      {{"patch_profile", {{"patch", {{{"op", "add"}, {"path", "/age"}, {"value", 60}}}}}}}));
   sg::InMemoryStore store;
   sg::ProfileOptions options;
   options.schema = {{"type", "object"},
@@ -135,9 +106,9 @@ TEST_CASE("over HTTP, a rejected profile patch goes back to the model with the e
 
 TEST_CASE("over HTTP, the collection applies the model's parallel tool calls") {
   sg::testing::LoopbackOpenAI server;
-  server.push(sg::testing::LoopbackReply::json(
-      calls_completion({{"insert_memory", {{"content", "The user plays the cello"}}},
-                        {"delete_memory", {{"id", "m-piano"}}}})));
+  server.push(sg::testing::LoopbackReply::tool_calls(
+      {{"insert_memory", {{"content", "The user plays the cello"}}},
+       {"delete_memory", {{"id", "m-piano"}}}}));
   sg::InMemoryStore store;
   store.put({"memories", "u1"}, "m-piano", {{"content", "The user plays the piano"}});
   const sg::MemoryCollection memories;

@@ -291,14 +291,7 @@ TEST_CASE("SummarizationCompressor with LocalModel turns a segment into a summar
 
 TEST_CASE("SummarizationCompressor through the loopback server sends the segment and the prompt") {
   sg::testing::LoopbackOpenAI server;
-  server.push(sg::testing::LoopbackReply::json(
-      {{"id", "c1"},
-       {"object", "chat.completion"},
-       {"model", "m"},
-       {"choices",
-        {{{"index", 0},
-          {"message", {{"role", "assistant"}, {"content", "Ada asked about ML."}}},
-          {"finish_reason", "stop"}}}}}));
+  server.push(sg::testing::LoopbackReply::text("Ada asked about ML."));
   auto model = std::make_shared<sg::OpenAIChatModel>(stm_loopback_config(server));
   sg::SummarizationCompressor compressor(model);
   const auto out = compressor.compress({{sg::human("I am Ada."), 1.0, {}, 0},

@@ -476,14 +476,7 @@ TEST_CASE("SummarizationNode with LocalModel keeps early facts in the summary of
 
 TEST_CASE("summarize_messages over the loopback OpenAI server sends LangMem's prompt") {
   sg::testing::LoopbackOpenAI server;
-  server.push(sg::testing::LoopbackReply::json(
-      {{"id", "c1"},
-       {"object", "chat.completion"},
-       {"model", "m"},
-       {"choices",
-        {{{"index", 0},
-          {"message", {{"role", "assistant"}, {"content", "Ada lives in Lisbon."}}},
-          {"finish_reason", "stop"}}}}}));
+  server.push(sg::testing::LoopbackReply::text("Ada lives in Lisbon."));
   sg::OpenAIConfig config;
   config.base_url = server.base_url();
   config.api_key = "test";

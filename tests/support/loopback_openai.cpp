@@ -191,6 +191,37 @@ LoopbackReply LoopbackReply::json(const nlohmann::json& body, int status) {
   return r;
 }
 
+namespace {
+
+// Each reply gets its own id: a client makes the message id from it.
+nlohmann::json completion(const std::string& finish_reason, nlohmann::json message) {
+  static std::atomic<int> next{0};
+  return {{"id", "chatcmpl-loopback-" + std::to_string(++next)},
+          {"object", "chat.completion"},
+          {"model", "loopback"},
+          {"choices",
+           {{{"index", 0}, {"finish_reason", finish_reason}, {"message", std::move(message)}}}}};
+}
+
+}  // namespace
+
+LoopbackReply LoopbackReply::text(const std::string& content) {
+  return json(completion("stop", {{"role", "assistant"}, {"content", content}}));
+}
+
+LoopbackReply LoopbackReply::tool_calls(
+    const std::vector<std::pair<std::string, nlohmann::json>>& calls) {
+  nlohmann::json tool_calls = nlohmann::json::array();
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    tool_calls.push_back(
+        {{"id", "call_" + std::to_string(i)},
+         {"type", "function"},
+         {"function", {{"name", calls[i].first}, {"arguments", calls[i].second.dump()}}}});
+  }
+  return json(completion(
+      "tool_calls", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", tool_calls}}));
+}
+
 LoopbackReply LoopbackReply::error(int status, const std::string& message,
                                    std::vector<std::pair<std::string, std::string>> headers) {
   LoopbackReply r =

@@ -63,6 +63,12 @@ struct LoopbackReply {
 
   /// A JSON body with a status.
   [[nodiscard]] static LoopbackReply json(const nlohmann::json& body, int status = 200);
+  /// A chat completion (model "loopback") whose assistant message says `content`.
+  [[nodiscard]] static LoopbackReply text(const std::string& content);
+  /// A chat completion (model "loopback") whose assistant message calls `calls`, {name,
+  /// arguments object} pairs with ids call_0, call_1, ... (finish_reason tool_calls).
+  [[nodiscard]] static LoopbackReply tool_calls(
+      const std::vector<std::pair<std::string, nlohmann::json>>& calls);
   /// OpenAI's error body `{"error": {"message", "type", "code"}}` with a status and headers.
   [[nodiscard]] static LoopbackReply error(
       int status, const std::string& message,
