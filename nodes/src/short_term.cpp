@@ -100,10 +100,6 @@ std::vector<std::size_t> plan_pruning(const std::vector<PruneItem>& items, const
   return alive;
 }
 
-std::int64_t tokens_of(const TokenCounter& counter, const Message& message) {
-  return counter(std::span<const Message>(&message, 1));
-}
-
 std::vector<std::size_t> kept_indices(std::span<const Message> messages,
                                       const PruneOptions& options) {
   check_prune_options(options);
@@ -111,8 +107,7 @@ std::vector<std::size_t> kept_indices(std::span<const Message> messages,
   items.reserve(messages.size());
   for (const auto& m : messages) {
     if (m.type == MessageType::remove) invalid("prune_messages: a RemoveMessage is not a message");
-    items.push_back(
-        {tokens_of(options.token_counter, m), m.type == MessageType::system, importance_of(m)});
+    items.push_back({options.token_counter(m), m.type == MessageType::system, importance_of(m)});
   }
   return plan_pruning(items, {options.max_tokens, options.max_messages, options.strategy,
                               options.importance_threshold});
@@ -198,7 +193,7 @@ MemoryEntry ShortTermMemoryBuffer::make_entry(Message message, double importance
   if (message.type == MessageType::remove) invalid("a RemoveMessage cannot be added to a buffer");
   check_importance(importance);
   MemoryEntry entry;
-  entry.tokens = tokens_of(options_.token_counter, message);
+  entry.tokens = options_.token_counter(message);
   entry.message = std::move(message);
   entry.importance = importance;
   entry.timestamp = now();
@@ -217,7 +212,8 @@ void ShortTermMemoryBuffer::add(Message message, double importance) {
   enforce_limits();
 }
 
-void ShortTermMemoryBuffer::append(std::vector<MemoryEntry> entries) {
+std::vector<MemoryEntry> ShortTermMemoryBuffer::checked_entries(
+    std::vector<MemoryEntry> entries) const {
   std::vector<MemoryEntry> checked;
   checked.reserve(entries.size());
   for (auto& e : entries) {
@@ -225,7 +221,11 @@ void ShortTermMemoryBuffer::append(std::vector<MemoryEntry> entries) {
     checked.push_back(make_entry(std::move(e.message), e.importance));
     if (stamp != MemoryClock::time_point{}) checked.back().timestamp = stamp;
   }
-  for (auto& e : checked) {
+  return checked;
+}
+
+void ShortTermMemoryBuffer::append(std::vector<MemoryEntry> entries) {
+  for (auto& e : checked_entries(std::move(entries))) {
     total_tokens_ += e.tokens;
     entries_.push_back(std::move(e));
   }
@@ -233,15 +233,9 @@ void ShortTermMemoryBuffer::append(std::vector<MemoryEntry> entries) {
 }
 
 void ShortTermMemoryBuffer::replace(std::vector<MemoryEntry> entries) {
-  std::vector<MemoryEntry> checked;
-  checked.reserve(entries.size());
+  std::vector<MemoryEntry> checked = checked_entries(std::move(entries));
   std::int64_t total = 0;
-  for (auto& e : entries) {
-    const auto stamp = e.timestamp;
-    checked.push_back(make_entry(std::move(e.message), e.importance));
-    if (stamp != MemoryClock::time_point{}) checked.back().timestamp = stamp;
-    total += checked.back().tokens;
-  }
+  for (const auto& e : checked) total += e.tokens;
   entries_ = std::move(checked);
   total_tokens_ = total;
 }

@@ -1,6 +1,5 @@
 #include <stategraph/core/error.hpp>
 #include <stategraph/nodes/summarize.hpp>
-#include <stategraph/nodes/trim.hpp>
 
 #include <fmt/args.h>
 #include <fmt/format.h>
@@ -64,13 +63,8 @@ struct Plan {
   std::int64_t max_tokens_to_summarize = 0;
 };
 
-std::int64_t tokens_of(const TokenCounter& count, const Message& m) {
-  return count(std::span<const Message>(&m, 1));
-}
-
 Plan preprocess(std::span<const Message> messages, const std::optional<RunningSummary>& running,
                 const SummarizationOptions& options) {
-  check_budget(options);
   const TokenCounter& count = options.token_counter;
   const std::int64_t before_summary =
       options.max_tokens_before_summary.value_or(options.max_tokens);
@@ -81,12 +75,12 @@ Plan preprocess(std::span<const Message> messages, const std::optional<RunningSu
   if (!messages.empty() && messages.front().type == MessageType::system) {
     plan.system = messages.front();
     plan.body = messages.subspan(1);
-    max_remaining -= tokens_of(count, *plan.system);
+    max_remaining -= count(*plan.system);
   }
   if (plan.body.empty()) return plan;
 
   if (running) {
-    plan.max_tokens_to_summarize -= tokens_of(count, system(running->summary));
+    plan.max_tokens_to_summarize -= count(system(running->summary));
     for (std::size_t i = 0; i < plan.body.size(); ++i) {
       if (running->last_summarized_message_id &&
           plan.body[i].id == *running->last_summarized_message_id) {
@@ -108,7 +102,7 @@ Plan preprocess(std::span<const Message> messages, const std::optional<RunningSu
                   "Message with ID " + m.id + " has already been summarized.");
     }
     if (m.type == MessageType::tool && !m.tool_call_id.empty()) tool_results[m.tool_call_id] = &m;
-    n_tokens += tokens_of(count, m);
+    n_tokens += count(m);
     if (!cut && n_tokens >= before_summary && total - n_tokens <= max_remaining) {
       plan.tokens_to_summarize = n_tokens;
       cut = i;
@@ -123,7 +117,7 @@ Plan preprocess(std::span<const Message> messages, const std::optional<RunningSu
     const std::vector<ToolCall> calls = last.tool_calls;
     for (const ToolCall& call : calls) {
       if (auto it = tool_results.find(call.id); it != tool_results.end()) {
-        plan.tokens_to_summarize += tokens_of(count, *it->second);
+        plan.tokens_to_summarize += count(*it->second);
         plan.to_summarize.push_back(*it->second);
       }
     }
@@ -201,6 +195,7 @@ SummarizationResult summarize_messages(std::span<const Message> messages,
                                        const std::optional<RunningSummary>& running_summary,
                                        const ChatModel& model,
                                        const SummarizationOptions& options) {
+  check_budget(options);
   const Plan plan = preprocess(messages, running_summary, options);
   if (plan.body.empty()) {
     return {std::vector<Message>(messages.begin(), messages.end()), running_summary};
@@ -243,10 +238,6 @@ std::vector<Message> summarize_conversation_prompt(std::span<const Message> mess
                              ? options.initial_prompt
                              : format_prompt(options.existing_prompt, "summary", summary)));
   return prompt;
-}
-
-std::vector<Message> summarized_removals(std::span<const Message> messages, std::size_t keep_last) {
-  return remove_old_messages(messages, keep_last, /*keep_tool_pairs=*/true);
 }
 
 }  // namespace sg

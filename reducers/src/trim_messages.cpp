@@ -189,8 +189,7 @@ std::vector<Message> trim_messages(std::span<const Message> messages, const Trim
   }
   std::int64_t budget = options.max_tokens;
   if (system_message) {
-    const std::int64_t system_tokens =
-        options.token_counter(std::span<const Message>(&*system_message, 1));
+    const std::int64_t system_tokens = options.token_counter(*system_message);
     budget = std::max<std::int64_t>(0, budget - system_tokens);
   }
   std::reverse(list.begin(), list.end());

@@ -192,6 +192,8 @@ class ShortTermMemoryBuffer {
 
  private:
   MemoryEntry make_entry(Message message, double importance) const;
+  /// make_entry for each, keeping a timestamp that is set; all or nothing.
+  std::vector<MemoryEntry> checked_entries(std::vector<MemoryEntry> entries) const;
   void enforce_limits();
 
   ShortTermMemoryOptions options_;

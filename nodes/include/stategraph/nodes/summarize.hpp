@@ -15,6 +15,7 @@
 #include <stategraph/core/graph_types.hpp>
 #include <stategraph/core/update.hpp>
 #include <stategraph/models/chat_model.hpp>
+#include <stategraph/nodes/trim.hpp>
 #include <stategraph/reducers/message_utils.hpp>
 
 #include <nlohmann/json_fwd.hpp>
@@ -171,9 +172,6 @@ struct SummarizeConversationOptions {
 
 /// Throws sg::Error (errc::kInvalidArgument) for a null model.
 void check_summarize_conversation(const ChatModel* model);
-/// The RemoveMessages of summarize_conversation: remove_old_messages keeping tool pairs.
-[[nodiscard]] std::vector<Message> summarized_removals(std::span<const Message> messages,
-                                                       std::size_t keep_last);
 
 /// LangGraph's summarize_conversation node (a coroutine node): asks the model for a summary of
 /// state.*Messages extending state.*SummaryText, writes it to state.*SummaryText and deletes all
@@ -189,7 +187,8 @@ template <class S, auto Messages = &S::messages, auto SummaryText = &S::summary>
     const std::string& summary = state.*SummaryText;
     std::vector<Message> prompt = summarize_conversation_prompt(state.*Messages, summary, options);
     const Message reply = co_await model->ainvoke(std::move(prompt), options.model_options);
-    std::vector<Message> removals = summarized_removals(state.*Messages, options.keep_last);
+    std::vector<Message> removals =
+        remove_old_messages(state.*Messages, options.keep_last, /*keep_tool_pairs=*/true);
     Update<S> update;
     update.template set<SummaryText>(reply.text());
     update.template set<Messages>(std::move(removals));

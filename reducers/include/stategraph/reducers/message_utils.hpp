@@ -68,6 +68,10 @@ class TokenCounter {
   [[nodiscard]] std::int64_t operator()(std::span<const Message> messages) const {
     return fn_(messages);
   }
+  /// The number of tokens of one message. Propagates what the wrapped function throws.
+  [[nodiscard]] std::int64_t operator()(const Message& message) const {
+    return fn_(std::span<const Message>(&message, 1));
+  }
 
  private:
   ListFn fn_;
