@@ -41,6 +41,18 @@ function(sg_add_module name)
   install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
+# Batches the target's sources into unity translation units when SG_UNITY_BUILD is on (test
+# suites: libraries keep one object per source, whose file-local names and coroutine frames
+# g++ would see as clashing or as -Wsubobject-linkage once sources share a translation unit).
+function(sg_set_unity target)
+  if(SG_UNITY_BUILD)
+    set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
+    # In a unity source every test file is an included file, so g++ takes the state types of
+    # its anonymous namespace inside coroutine frames for header types with internal linkage.
+    target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
+  endif()
+endfunction()
+
 function(sg_set_warnings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor
                                            -Woverloaded-virtual)

@@ -16,25 +16,15 @@
 #include <set>
 
 #include "support/plain_saver.hpp"
+#include "support/saver_factories.hpp"
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
 
 namespace {
 
-struct MemoryFactory {
-  static constexpr const char* kName = "InMemorySaver";
-  std::shared_ptr<sg::KvCheckpointer> make() { return std::make_shared<sg::InMemorySaver>(); }
-};
-
-struct RocksFactory {
-  static constexpr const char* kName = "RocksDbSaver";
-  sg::test::TempDir dir;
-  int opened = 0;
-  std::shared_ptr<sg::KvCheckpointer> make() {
-    return sg::RocksDbSaver::open(dir.sub("db" + std::to_string(opened++)));
-  }
-};
+using sg::test::MemoryFactory;
+using sg::test::RocksFactory;
 
 sg::Checkpoint checkpoint(json values = json::object(), sg::ChannelVersions versions = {}) {
   sg::Checkpoint c;

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "support/plain_saver.hpp"
+#include "support/saver_factories.hpp"
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
@@ -28,17 +29,8 @@ struct Chat : sg::MessagesState {
   }
 };
 
-struct MemoryFactory {
-  std::shared_ptr<sg::KvCheckpointer> make() { return std::make_shared<sg::InMemorySaver>(); }
-};
-
-struct RocksFactory {
-  sg::test::TempDir dir;
-  int n = 0;
-  std::shared_ptr<sg::KvCheckpointer> make() {
-    return sg::RocksDbSaver::open(dir.sub("db" + std::to_string(n++)));
-  }
-};
+using sg::test::MemoryFactory;
+using sg::test::RocksFactory;
 
 sg::RunConfig thread(const std::string& id) {
   sg::RunConfig config;

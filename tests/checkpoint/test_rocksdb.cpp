@@ -14,7 +14,7 @@ using nlohmann::json;
 
 namespace {
 
-sg::Checkpoint checkpoint(json values, sg::ChannelVersions versions) {
+sg::Checkpoint make_checkpoint(json values, sg::ChannelVersions versions) {
   sg::Checkpoint c;
   c.id = sg::new_checkpoint_id(0);
   c.ts = sg::iso_timestamp_now();
@@ -61,7 +61,7 @@ TEST_CASE("a RocksDB thread survives closing and reopening") {
   std::string id;
   {
     auto saver = sg::RocksDbSaver::open(path);
-    auto c = checkpoint({{"x", 1}}, {{"x", 1}});
+    auto c = make_checkpoint({{"x", 1}}, {{"x", 1}});
     id = c.id;
     saver->put({"t1", "", ""}, c, {{"source", "loop"}, {"step", 0}}, {{"x", 1}});
     saver->put_writes({"t1", "", id}, {{"x", 2}}, "task");
@@ -97,8 +97,8 @@ TEST_CASE("a corrupt record is a CheckpointError naming the thread and checkpoin
   {
     auto saver = sg::RocksDbSaver::open(path);
     // A small value lives in the checkpoint record, a large one in a blob.
-    auto c = checkpoint({{"summary", "hello"}, {"notes", std::string(1000, 'n')}},
-                        {{"summary", 1}, {"notes", 1}});
+    auto c = make_checkpoint({{"summary", "hello"}, {"notes", std::string(1000, 'n')}},
+                             {{"summary", 1}, {"notes", 1}});
     id = c.id;
     saver->put({"thread-7", "", ""}, c, {{"source", "loop"}, {"step", 0}},
                {{"summary", 1}, {"notes", 1}});

@@ -35,7 +35,7 @@ struct AsyncLog {
   }
 };
 
-sg::Update<AsyncLog> item(std::string name) {
+sg::Update<AsyncLog> async_item(std::string name) {
   return sg::set<&AsyncLog::items>(std::move(name));
 }
 
@@ -86,7 +86,7 @@ sg::RunResult<S> run_in(Form form, const sg::CompiledGraph<S>& app, Input input,
 auto waiting(std::string name, std::chrono::milliseconds d) {
   return [name, d](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
     co_await sleep_for(d);
-    co_return item(name);
+    co_return async_item(name);
   };
 }
 
@@ -112,7 +112,7 @@ TEST_CASE("a coroutine node runs in invoke and in ainvoke with the same result")
   const auto app = g.compile();
   for (Form form : {Form::sync, Form::async}) {
     CAPTURE(static_cast<int>(form));
-    auto r = run_in(form, app, item("in"), {});
+    auto r = run_in(form, app, async_item("in"), {});
     CHECK(r.state.items == std::vector<std::string>{"in", "a"});
     CHECK(r.state.count == 2);
   }
@@ -165,7 +165,7 @@ TEST_CASE("ainvoke on a thread pool: parallel coroutine branches of one run are 
         --inside;
         co_await sleep_for(1ms);
       }
-      co_return item(name);
+      co_return async_item(name);
     };
   };
   sg::StateGraph<AsyncLog> g;
@@ -176,7 +176,7 @@ TEST_CASE("ainvoke on a thread pool: parallel coroutine branches of one run are 
   auto result = asio::co_spawn(
       pool,
       [&]() -> asio::awaitable<sg::RunResult<AsyncLog>> {
-        auto input = item("in");
+        auto input = async_item("in");
         auto r = co_await app.ainvoke(std::move(input));
         co_return r;
       },
@@ -195,7 +195,7 @@ TEST_CASE("both forms: interrupts inside coroutine nodes, resumed with a Command
                [](const AsyncLog&, sg::Context& ctx) -> asio::awaitable<sg::Update<AsyncLog>> {
                  co_await sleep_for(1ms);
                  const auto answer = ctx.interrupt("name?");
-                 co_return item("hello " + answer.get<std::string>());
+                 co_return async_item("hello " + answer.get<std::string>());
                });
     g.add_edge(sg::START, "ask");
     sg::CompileOptions options;
@@ -203,7 +203,7 @@ TEST_CASE("both forms: interrupts inside coroutine nodes, resumed with a Command
     const auto app = g.compile(options);
     sg::RunConfig config;
     config.thread_id = "t";
-    auto first = run_in(form, app, item("in"), config);
+    auto first = run_in(form, app, async_item("in"), config);
     REQUIRE(first.interrupted());
     REQUIRE(first.interrupts.size() == 1);
     CHECK(first.interrupts[0].value == "name?");
@@ -224,7 +224,7 @@ TEST_CASE("both forms: the same checkpoints, with every durability") {
     for (Form form : {Form::sync, Form::async}) {
       sg::StateGraph<AsyncLog> g;
       g.add_node("a", waiting("a", 1ms)).add_node("b", waiting("b", 2ms));
-      g.add_node("c", [](const AsyncLog&) { return item("c"); });
+      g.add_node("c", [](const AsyncLog&) { return async_item("c"); });
       g.add_edge(sg::START, "a").add_edge(sg::START, "b").add_edge({"a", "b"}, "c");
       sg::CompileOptions options;
       options.checkpointer = std::make_shared<sg::InMemorySaver>();
@@ -232,10 +232,10 @@ TEST_CASE("both forms: the same checkpoints, with every durability") {
       sg::RunConfig config;
       config.thread_id = "t";
       config.durability = durability;
-      auto r = run_in(form, app, item("in"), config);
+      auto r = run_in(form, app, async_item("in"), config);
       CHECK(r.state.items == std::vector<std::string>{"in", "a", "b", "c"});
       histories.push_back(history_sources(app, config));
-      auto again = run_in(form, app, item("more"), config);  // continues the thread
+      auto again = run_in(form, app, async_item("more"), config);  // continues the thread
       CHECK(again.state.items.size() == 8);
     }
     CHECK(histories[0] == histories[1]);
@@ -256,7 +256,7 @@ TEST_CASE("both forms: retries of a failing coroutine node, then its error") {
         [&](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
           co_await sleep_for(1ms);
           if (++calls < 3) throw std::runtime_error("try again");
-          co_return item("ok");
+          co_return async_item("ok");
         },
         retry);
     g.add_node("broken",
@@ -268,7 +268,7 @@ TEST_CASE("both forms: retries of a failing coroutine node, then its error") {
     g.add_edge(sg::START, "flaky").add_edge("flaky", "broken");
     const auto app = g.compile();
     try {
-      run_in(form, app, item("in"), {});
+      run_in(form, app, async_item("in"), {});
       FAIL("expected a NodeError");
     } catch (const sg::NodeError& e) {
       CHECK(std::string(e.what()).find("node 'broken' failed at step 2: always") !=
@@ -289,7 +289,7 @@ TEST_CASE("both forms: a coroutine node past its timeout is a NodeTimeoutError")
     const auto app = g.compile();
     const auto t0 = std::chrono::steady_clock::now();
     auto returned = t0;
-    CHECK_THROWS_AS(run_in(form, app, item("in"), {}, &returned), sg::NodeTimeoutError);
+    CHECK_THROWS_AS(run_in(form, app, async_item("in"), {}, &returned), sg::NodeTimeoutError);
     CHECK(returned - t0 < 1500ms);  // not the node's 2 s
   }
 }
@@ -302,14 +302,14 @@ TEST_CASE("both forms: cancellation stops the run at the next step") {
     g.add_node("first", [token](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
       co_await sleep_for(1ms);
       token.cancel();
-      co_return item("first");
+      co_return async_item("first");
     });
     g.add_node("second", waiting("second", 1ms));
     g.add_edge(sg::START, "first").add_edge("first", "second");
     const auto app = g.compile();
     sg::RunConfig config;
     config.cancellation = token;
-    CHECK_THROWS_AS(run_in(form, app, item("in"), config), sg::CancelledError);
+    CHECK_THROWS_AS(run_in(form, app, async_item("in"), config), sg::CancelledError);
   }
 }
 
@@ -318,7 +318,7 @@ TEST_CASE("both forms: Sends to a coroutine node, a plain subgraph, a stream") {
     std::string name{};
   };
   sg::StateGraph<AsyncLog> sub;
-  sub.add_node("inner", [](const AsyncLog&) { return item("inner"); });
+  sub.add_node("inner", [](const AsyncLog&) { return async_item("inner"); });
   sub.add_edge(sg::START, "inner");
   const auto child = sub.compile();
   std::vector<std::vector<std::string>> seen;
@@ -328,7 +328,7 @@ TEST_CASE("both forms: Sends to a coroutine node, a plain subgraph, a stream") {
     g.add_node("work", [](const Job& job) -> asio::awaitable<sg::Update<AsyncLog>> {
       const auto wait = std::chrono::milliseconds(job.name == "x" ? 5 : 1);
       co_await sleep_for(wait);
-      co_return item("work " + job.name);
+      co_return async_item("work " + job.name);
     });
     g.add_node("child", child);
     g.add_edge(sg::START, "fan");
@@ -345,14 +345,14 @@ TEST_CASE("both forms: Sends to a coroutine node, a plain subgraph, a stream") {
     const sg::StreamModes modes = sg::StreamMode::values | sg::StreamMode::updates;
     sg::RunResult<AsyncLog> r;
     if (form == Form::sync) {
-      r = app.stream(item("in"), {}, modes, on_event);
+      r = app.stream(async_item("in"), {}, modes, on_event);
     } else {
       asio::io_context io;
       asio::co_spawn(
           io,
           [&]() -> asio::awaitable<void> {
             sg::RunConfig config;
-            auto input = item("in");
+            auto input = async_item("in");
             r = co_await app.astream(std::move(input), config, modes, on_event);
           },
           asio::detached);
@@ -371,12 +371,12 @@ TEST_CASE("both forms: a coroutine node returning a Command with a goto routes")
     sg::StateGraph<AsyncLog> g;
     g.add_node("route", [](const AsyncLog&) -> asio::awaitable<sg::Command<AsyncLog>> {
       co_await sleep_for(1ms);
-      co_return sg::Command<AsyncLog>{item("route"), {"end"}, {}, {}};
+      co_return sg::Command<AsyncLog>{async_item("route"), {"end"}, {}, {}};
     });
     g.add_node("end", waiting("end", 1ms));
     g.add_edge(sg::START, "route");
     const auto app = g.compile();
-    auto r = run_in(form, app, item("in"), {});
+    auto r = run_in(form, app, async_item("in"), {});
     CHECK(r.state.items == std::vector<std::string>{"in", "route", "end"});
   }
 }
@@ -441,14 +441,14 @@ TEST_CASE("both forms: sg::current_context() finds the coroutine node across co_
           // The parallel branch ran in between on the same strand.
           if (sg::current_context() == &ctx && sg::current_context()->node() == name) ++right;
         }
-        co_return item(name);
+        co_return async_item(name);
       };
     };
     g.add_node("x", node("x", 2ms));
     g.add_node("y", node("y", 3ms));
     g.add_edge(sg::START, "x").add_edge(sg::START, "y");
     const auto app = g.compile();
-    auto r = run_in(form, app, item("in"), {});
+    auto r = run_in(form, app, async_item("in"), {});
     CHECK(r.state.items == std::vector<std::string>{"in", "x", "y"});
     CHECK(right == 6);
   }

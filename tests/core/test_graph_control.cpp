@@ -11,25 +11,25 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Log {
+struct TopicLog {
   std::vector<std::string> items{};
   std::string topic{};
   int count = 0;
   static constexpr auto schema() {
-    return std::tuple{sg::field<"items">(&Log::items, sg::concat), sg::field<"topic">(&Log::topic),
-                      sg::field<"count">(&Log::count)};
+    return std::tuple{sg::field<"items">(&TopicLog::items, sg::concat),
+                      sg::field<"topic">(&TopicLog::topic), sg::field<"count">(&TopicLog::count)};
   }
 };
 
-sg::Update<Log> item(std::string name) {
-  return sg::set<&Log::items>(std::move(name));
+sg::Update<TopicLog> topic_item(std::string name) {
+  return sg::set<&TopicLog::items>(std::move(name));
 }
 
-struct Chat : sg::MessagesState {
+struct SummaryChat : sg::MessagesState {
   std::string summary{};
   static constexpr auto schema() {
     return std::tuple_cat(sg::MessagesState::schema(),
-                          std::tuple{sg::field<"summary">(&Chat::summary)});
+                          std::tuple{sg::field<"summary">(&SummaryChat::summary)});
   }
 };
 
@@ -41,16 +41,18 @@ struct Job {
 }  // namespace
 
 TEST_CASE("Send: map-reduce with a custom argument type, results in send order") {
-  sg::StateGraph<Log> g;
-  g.add_node("plan", [](const Log&) { return sg::set<&Log::topic>(std::string("animals")); });
+  sg::StateGraph<TopicLog> g;
+  g.add_node("plan",
+             [](const TopicLog&) { return sg::set<&TopicLog::topic>(std::string("animals")); });
   g.add_node("joke", [](const Job& job) {
     std::this_thread::sleep_for(std::chrono::milliseconds(job.delay_ms));
-    return item("joke about " + job.subject);
+    return topic_item("joke about " + job.subject);
   });
-  g.add_node("done",
-             [](const Log& s) { return sg::set<&Log::count>(static_cast<int>(s.items.size())); });
+  g.add_node("done", [](const TopicLog& s) {
+    return sg::set<&TopicLog::count>(static_cast<int>(s.items.size()));
+  });
   g.add_edge(sg::START, "plan");
-  g.add_conditional_edges("plan", [](const Log& s) {
+  g.add_conditional_edges("plan", [](const TopicLog& s) {
     std::vector<sg::Send> sends;
     int delay = 8;
     for (const char* subject : {"cats", "dogs", "owls", "bees"}) {
@@ -60,7 +62,7 @@ TEST_CASE("Send: map-reduce with a custom argument type, results in send order")
     return sends;
   });
   g.add_edge("joke", "done");
-  const auto out = g.compile().invoke(sg::Update<Log>{});
+  const auto out = g.compile().invoke(sg::Update<TopicLog>{});
   CHECK(out.state.items ==
         std::vector<std::string>{"joke about cats (animals)", "joke about dogs (animals)",
                                  "joke about owls (animals)", "joke about bees (animals)"});
@@ -68,63 +70,69 @@ TEST_CASE("Send: map-reduce with a custom argument type, results in send order")
 }
 
 TEST_CASE("Send with a state argument, and a Send to a missing node") {
-  sg::StateGraph<Log> g;
-  g.add_node("worker", [](const Log& arg) { return item(arg.topic); });
-  g.add_conditional_edges(sg::START, [](const Log&) {
-    return std::vector<sg::Send>{sg::Send("worker", Log{.topic = "a"}),
-                                 sg::Send("worker", Log{.topic = "b"})};
+  sg::StateGraph<TopicLog> g;
+  g.add_node("worker", [](const TopicLog& arg) { return topic_item(arg.topic); });
+  g.add_conditional_edges(sg::START, [](const TopicLog&) {
+    return std::vector<sg::Send>{sg::Send("worker", TopicLog{.topic = "a"}),
+                                 sg::Send("worker", TopicLog{.topic = "b"})};
   });
-  CHECK(g.compile().invoke(sg::Update<Log>{}).state.items == std::vector<std::string>{"a", "b"});
+  CHECK(g.compile().invoke(sg::Update<TopicLog>{}).state.items ==
+        std::vector<std::string>{"a", "b"});
 
-  sg::StateGraph<Log> bad;
-  bad.add_node("a", [](const Log&) { return sg::Update<Log>{}; });
-  bad.add_conditional_edges(sg::START, [](const Log&) { return sg::Send("nobody", Log{}); });
+  sg::StateGraph<TopicLog> bad;
+  bad.add_node("a", [](const TopicLog&) { return sg::Update<TopicLog>{}; });
+  bad.add_conditional_edges(sg::START,
+                            [](const TopicLog&) { return sg::Send("nobody", TopicLog{}); });
   bad.add_edge("a", sg::END);
   // "a" is reachable because an unmapped router may go anywhere.
-  CHECK_THROWS_WITH_AS((void)bad.compile().invoke(sg::Update<Log>{}),
+  CHECK_THROWS_WITH_AS((void)bad.compile().invoke(sg::Update<TopicLog>{}),
                        "the conditional edge after node '__start__' returned unknown node 'nobody'",
                        sg::Error);
 }
 
 TEST_CASE("Command: update plus goto, added to the static edges") {
-  sg::StateGraph<Log> g;
-  g.add_node("a", [](const Log&) { return sg::Command<Log>{.update = item("a"), .go_to = {"c"}}; },
+  sg::StateGraph<TopicLog> g;
+  g.add_node("a",
+             [](const TopicLog&) {
+               return sg::Command<TopicLog>{.update = topic_item("a"), .go_to = {"c"}};
+             },
              {.destinations = {"c"}});
-  g.add_node("b", [](const Log&) { return item("b"); });
-  g.add_node("c", [](const Log&) { return item("c"); });
+  g.add_node("b", [](const TopicLog&) { return topic_item("b"); });
+  g.add_node("c", [](const TopicLog&) { return topic_item("c"); });
   g.add_edge(sg::START, "a").add_edge("a", "b");
-  CHECK(g.compile().invoke(sg::Update<Log>{}).state.items ==
+  CHECK(g.compile().invoke(sg::Update<TopicLog>{}).state.items ==
         std::vector<std::string>{"a", "b", "c"});
 }
 
 TEST_CASE("Command with Send and a route to END") {
-  sg::StateGraph<Log> g;
-  g.add_node("fan", [](const Log&) {
-    return sg::Command<Log>{
+  sg::StateGraph<TopicLog> g;
+  g.add_node("fan", [](const TopicLog&) {
+    return sg::Command<TopicLog>{
         .go_to = {sg::Send("leaf", Job{"x"}), sg::Send("leaf", Job{"y"}), sg::END}};
   });
-  g.add_node("leaf", [](const Job& j) { return item(j.subject); });
+  g.add_node("leaf", [](const Job& j) { return topic_item(j.subject); });
   g.add_edge(sg::START, "fan");
-  CHECK(g.compile().invoke(sg::Update<Log>{}).state.items == std::vector<std::string>{"x", "y"});
+  CHECK(g.compile().invoke(sg::Update<TopicLog>{}).state.items ==
+        std::vector<std::string>{"x", "y"});
 }
 
 TEST_CASE("subgraph with the same state: messages merge by id") {
-  sg::StateGraph<Chat> inner;
-  inner.add_node("reply", [](const Chat& s) {
-    return sg::Update<Chat>{}
-        .set<&Chat::messages>(sg::ai("inner saw " + std::to_string(s.messages.size()), "r1"))
-        .set<&Chat::summary>(std::string("from inner"));
+  sg::StateGraph<SummaryChat> inner;
+  inner.add_node("reply", [](const SummaryChat& s) {
+    return sg::Update<SummaryChat>{}
+        .set<&SummaryChat::messages>(sg::ai("inner saw " + std::to_string(s.messages.size()), "r1"))
+        .set<&SummaryChat::summary>(std::string("from inner"));
   });
   inner.add_edge(sg::START, "reply");
   const auto sub = inner.compile({.name = "inner"});
 
-  sg::StateGraph<Chat> outer;
-  outer.add_node("greet", [](const Chat&) {
-    return sg::Update<Chat>{}.set<&Chat::messages>(sg::human("hi", "h1"));
+  sg::StateGraph<SummaryChat> outer;
+  outer.add_node("greet", [](const SummaryChat&) {
+    return sg::Update<SummaryChat>{}.set<&SummaryChat::messages>(sg::human("hi", "h1"));
   });
   outer.add_node("inner", sub);
   outer.add_edge(sg::START, "greet").add_edge("greet", "inner");
-  const auto out = outer.compile().invoke(sg::Update<Chat>{});
+  const auto out = outer.compile().invoke(sg::Update<SummaryChat>{});
   REQUIRE(out.state.messages.size() == 2);
   CHECK(out.state.messages[0].id == "h1");
   CHECK(out.state.messages[1].content.str() == "inner saw 1");
@@ -132,82 +140,84 @@ TEST_CASE("subgraph with the same state: messages merge by id") {
 }
 
 TEST_CASE("subgraph with its own state type") {
-  sg::StateGraph<Log> inner;
-  inner.add_node(
-      "count", [](const Log& s) { return sg::set<&Log::count>(static_cast<int>(s.topic.size())); });
+  sg::StateGraph<TopicLog> inner;
+  inner.add_node("count", [](const TopicLog& s) {
+    return sg::set<&TopicLog::count>(static_cast<int>(s.topic.size()));
+  });
   inner.add_edge(sg::START, "count");
   const auto sub = inner.compile();
 
-  sg::StateGraph<Chat> outer;
+  sg::StateGraph<SummaryChat> outer;
   outer.add_node(
-      "measure", sub, [](const Chat& s) { return sg::set<&Log::topic>(s.summary); },
-      [](const Log& out) {
-        return sg::Update<Chat>{}.set<&Chat::messages>(
+      "measure", sub, [](const SummaryChat& s) { return sg::set<&TopicLog::topic>(s.summary); },
+      [](const TopicLog& out) {
+        return sg::Update<SummaryChat>{}.set<&SummaryChat::messages>(
             sg::ai("length " + std::to_string(out.count), "m"));
       });
   outer.add_edge(sg::START, "measure");
-  const auto out =
-      outer.compile().invoke(sg::Update<Chat>{}.set<&Chat::summary>(std::string("twelve chars")));
+  const auto out = outer.compile().invoke(
+      sg::Update<SummaryChat>{}.set<&SummaryChat::summary>(std::string("twelve chars")));
   REQUIRE(out.state.messages.size() == 1);
   CHECK(out.state.messages[0].content.str() == "length 12");
 }
 
 TEST_CASE("a subgraph node's Command to the parent graph") {
-  sg::StateGraph<Log> inner;
-  inner.add_node("escalate", [](const Log&) {
-    return sg::Command<Log>{.update = item("escalated"), .go_to = {"handler"}, .graph = sg::PARENT};
+  sg::StateGraph<TopicLog> inner;
+  inner.add_node("escalate", [](const TopicLog&) {
+    return sg::Command<TopicLog>{
+        .update = topic_item("escalated"), .go_to = {"handler"}, .graph = sg::PARENT};
   });
   inner.add_edge(sg::START, "escalate");
-  sg::StateGraph<Log> outer;
+  sg::StateGraph<TopicLog> outer;
   outer.add_node("sub", inner.compile());
-  outer.add_node("handler", [](const Log&) { return item("handled"); });
+  outer.add_node("handler", [](const TopicLog&) { return topic_item("handled"); });
   outer.add_edge(sg::START, "sub");
-  CHECK(outer.compile().invoke(sg::Update<Log>{}).state.items ==
+  CHECK(outer.compile().invoke(sg::Update<TopicLog>{}).state.items ==
         std::vector<std::string>{"escalated", "handled"});
   // At the root there is no parent.
-  CHECK_THROWS_AS((void)inner.compile().invoke(sg::Update<Log>{}), sg::Error);
+  CHECK_THROWS_AS((void)inner.compile().invoke(sg::Update<TopicLog>{}), sg::Error);
 }
 
 TEST_CASE("static interrupts: before and after nodes") {
-  sg::StateGraph<Log> g;
-  g.add_node("draft", [](const Log&) { return item("draft"); });
-  g.add_node("review", [](const Log&) { return item("review"); });
-  g.add_node("send", [](const Log&) { return item("send"); });
+  sg::StateGraph<TopicLog> g;
+  g.add_node("draft", [](const TopicLog&) { return topic_item("draft"); });
+  g.add_node("review", [](const TopicLog&) { return topic_item("review"); });
+  g.add_node("send", [](const TopicLog&) { return topic_item("send"); });
   g.add_edge(sg::START, "draft").add_edge("draft", "review").add_edge("review", "send");
 
-  auto before = g.compile({.interrupt_before = {"send"}}).invoke(sg::Update<Log>{});
+  auto before = g.compile({.interrupt_before = {"send"}}).invoke(sg::Update<TopicLog>{});
   CHECK(before.interrupted());
   CHECK(before.interrupts.empty());
   CHECK(before.next == std::vector<std::string>{"send"});
   CHECK(before.state.items == std::vector<std::string>{"draft", "review"});
 
-  auto after = g.compile({.interrupt_after = {"draft"}}).invoke(sg::Update<Log>{});
+  auto after = g.compile({.interrupt_after = {"draft"}}).invoke(sg::Update<TopicLog>{});
   CHECK(after.interrupted());
   CHECK(after.next == std::vector<std::string>{"review"});
   CHECK(after.state.items == std::vector<std::string>{"draft"});
 
   sg::RunConfig config;
   config.interrupt_before = {"review"};
-  auto run_level = g.compile().invoke(sg::Update<Log>{}, config);
+  auto run_level = g.compile().invoke(sg::Update<TopicLog>{}, config);
   CHECK(run_level.next == std::vector<std::string>{"review"});
 
-  auto all = g.compile({.interrupt_before = {"*"}}).invoke(sg::Update<Log>{});
+  auto all = g.compile({.interrupt_before = {"*"}}).invoke(sg::Update<TopicLog>{});
   CHECK(all.next == std::vector<std::string>{"draft"});
 }
 
 TEST_CASE("sg::interrupt inside a node: an interrupted result carrying the value") {
   std::atomic<int> after_interrupt{0};
-  sg::StateGraph<Log> g;
-  g.add_node("prepare", [](const Log&) { return item("prepared"); });
-  g.add_node("ask", [&after_interrupt](const Log& s) {
+  sg::StateGraph<TopicLog> g;
+  g.add_node("prepare", [](const TopicLog&) { return topic_item("prepared"); });
+  g.add_node("ask", [&after_interrupt](const TopicLog& s) {
     const auto answer = sg::interrupt({{"question", "approve?"}, {"items", s.items.size()}});
     ++after_interrupt;
-    return item(answer.get<std::string>());
+    return topic_item(answer.get<std::string>());
   });
-  g.add_node("other", [](const Log&) { return item("other"); });
+  g.add_node("other", [](const TopicLog&) { return topic_item("other"); });
   g.add_edge(sg::START, "prepare").add_edge("prepare", "ask").add_edge("prepare", "other");
   const auto app = g.compile();
-  const auto out = app.invoke(sg::Update<Log>{});
+  const auto out = app.invoke(sg::Update<TopicLog>{});
   CHECK(out.interrupted());
   REQUIRE(out.interrupts.size() == 1);
   CHECK(out.interrupts[0].node == "ask");
@@ -219,19 +229,20 @@ TEST_CASE("sg::interrupt inside a node: an interrupted result carrying the value
   CHECK(out.state.items == std::vector<std::string>{"prepared", "other"});
   CHECK(after_interrupt == 0);
   // Resuming needs a checkpointer (see the checkpointing docs).
-  CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<Log>{.resume = nlohmann::json("yes")}),
+  CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<TopicLog>{.resume = nlohmann::json("yes")}),
                        "Cannot use Command(resume=...) without checkpointer", sg::Error);
 }
 
 TEST_CASE("an interrupt in a subgraph interrupts the parent") {
-  sg::StateGraph<Log> inner;
-  inner.add_node(
-      "ask", [](const Log&) { return item(sg::interrupt("inner question").get<std::string>()); });
+  sg::StateGraph<TopicLog> inner;
+  inner.add_node("ask", [](const TopicLog&) {
+    return topic_item(sg::interrupt("inner question").get<std::string>());
+  });
   inner.add_edge(sg::START, "ask");
-  sg::StateGraph<Log> outer;
+  sg::StateGraph<TopicLog> outer;
   outer.add_node("sub", inner.compile());
   outer.add_edge(sg::START, "sub");
-  const auto out = outer.compile().invoke(sg::Update<Log>{});
+  const auto out = outer.compile().invoke(sg::Update<TopicLog>{});
   CHECK(out.interrupted());
   REQUIRE(out.interrupts.size() == 1);
   CHECK(out.interrupts[0].value == "inner question");
@@ -239,21 +250,23 @@ TEST_CASE("an interrupt in a subgraph interrupts the parent") {
 }
 
 TEST_CASE("stream modes: values, updates, custom, debug, in order") {
-  sg::StateGraph<Log> g;
-  g.add_node("a", [](const Log&, sg::Context& ctx) {
+  sg::StateGraph<TopicLog> g;
+  g.add_node("a", [](const TopicLog&, sg::Context& ctx) {
     ctx.write({{"progress", 50}});
     ctx.write({{"progress", 100}});
-    return item("a");
+    return topic_item("a");
   });
-  g.add_node("b",
-             [](const Log& s) { return sg::set<&Log::count>(static_cast<int>(s.items.size())); });
+  g.add_node("b", [](const TopicLog& s) {
+    return sg::set<&TopicLog::count>(static_cast<int>(s.items.size()));
+  });
   g.add_edge(sg::START, "a").add_edge("a", "b");
   const auto app = g.compile();
 
   std::vector<std::string> trace;
   const auto result = app.stream(
-      item("input"), {}, sg::StreamMode::values | sg::StreamMode::updates | sg::StreamMode::custom,
-      [&](const sg::StreamEvent<Log>& e) {
+      topic_item("input"), {},
+      sg::StreamMode::values | sg::StreamMode::updates | sg::StreamMode::custom,
+      [&](const sg::StreamEvent<TopicLog>& e) {
         std::string line = std::string(sg::to_string(e.mode)) + "@" + std::to_string(e.step);
         if (e.mode == sg::StreamMode::values)
           line += " items=" + std::to_string(e.values->items.size());
@@ -267,8 +280,8 @@ TEST_CASE("stream modes: values, updates, custom, debug, in order") {
   CHECK(result.state.count == 2);
 
   std::vector<nlohmann::json> debug;
-  (void)app.stream(sg::Update<Log>{}, {}, sg::StreamMode::debug,
-                   [&](const sg::StreamEvent<Log>& e) { debug.push_back(e.data); });
+  (void)app.stream(sg::Update<TopicLog>{}, {}, sg::StreamMode::debug,
+                   [&](const sg::StreamEvent<TopicLog>& e) { debug.push_back(e.data); });
   REQUIRE(debug.size() == 4);
   CHECK(debug[0]["type"] == "task");
   CHECK(debug[0]["payload"]["name"] == "a");
@@ -278,23 +291,24 @@ TEST_CASE("stream modes: values, updates, custom, debug, in order") {
 }
 
 TEST_CASE("stream as an iterable, errors reach the loop") {
-  sg::StateGraph<Log> g;
-  g.add_node("a", [](const Log&) { return item("a"); });
-  g.add_node("b", [](const Log&) { return item("b"); });
+  sg::StateGraph<TopicLog> g;
+  g.add_node("a", [](const TopicLog&) { return topic_item("a"); });
+  g.add_node("b", [](const TopicLog&) { return topic_item("b"); });
   g.add_edge(sg::START, "a").add_edge("a", "b");
   const auto app = g.compile();
   std::vector<std::string> nodes;
-  auto events = app.stream(sg::Update<Log>{}, sg::RunConfig{}, sg::StreamMode::updates);
+  auto events = app.stream(sg::Update<TopicLog>{}, sg::RunConfig{}, sg::StreamMode::updates);
   for (auto& e : events) nodes.push_back(e.node);
   CHECK(nodes == std::vector<std::string>{"a", "b"});
   CHECK(events.result().state.items == std::vector<std::string>{"a", "b"});
 
-  sg::StateGraph<Log> failing;
-  failing.add_node("ok", [](const Log&) { return item("ok"); });
-  failing.add_node("bad", [](const Log&) -> sg::Update<Log> { throw std::runtime_error("nope"); });
+  sg::StateGraph<TopicLog> failing;
+  failing.add_node("ok", [](const TopicLog&) { return topic_item("ok"); });
+  failing.add_node(
+      "bad", [](const TopicLog&) -> sg::Update<TopicLog> { throw std::runtime_error("nope"); });
   failing.add_edge(sg::START, "ok").add_edge("ok", "bad");
   auto stream =
-      failing.compile().stream(sg::Update<Log>{}, sg::RunConfig{}, sg::StreamMode::updates);
+      failing.compile().stream(sg::Update<TopicLog>{}, sg::RunConfig{}, sg::StreamMode::updates);
   std::vector<std::string> seen;
   CHECK_THROWS_AS(
       [&] {
@@ -306,18 +320,18 @@ TEST_CASE("stream as an iterable, errors reach the loop") {
 
 TEST_CASE("dropping an unfinished stream cancels the run") {
   std::atomic<int> steps{0};
-  sg::StateGraph<Log> g;
-  g.add_node("loop", [&steps](const Log&, sg::Context& ctx) {
+  sg::StateGraph<TopicLog> g;
+  g.add_node("loop", [&steps](const TopicLog&, sg::Context& ctx) {
     ++steps;
     for (int i = 0; i < 10 && !ctx.cancelled(); ++i) std::this_thread::sleep_for(1ms);
-    return item("x");
+    return topic_item("x");
   });
   g.add_edge(sg::START, "loop");
-  g.add_conditional_edges("loop", [](const Log&) { return "loop"; }, {"loop", sg::END});
+  g.add_conditional_edges("loop", [](const TopicLog&) { return "loop"; }, {"loop", sg::END});
   sg::RunConfig config;
   config.recursion_limit = 1000000;
   {
-    auto events = g.compile().stream(sg::Update<Log>{}, config, sg::StreamMode::updates);
+    auto events = g.compile().stream(sg::Update<TopicLog>{}, config, sg::StreamMode::updates);
     auto it = events.begin();
     ++it;
     CHECK(it->node == "loop");
@@ -328,13 +342,13 @@ TEST_CASE("dropping an unfinished stream cancels the run") {
 }
 
 TEST_CASE("subgraph events stream with their namespace") {
-  sg::StateGraph<Log> inner;
-  inner.add_node("leaf", [](const Log&, sg::Context& ctx) {
+  sg::StateGraph<TopicLog> inner;
+  inner.add_node("leaf", [](const TopicLog&, sg::Context& ctx) {
     ctx.write("from leaf");
-    return item("leaf");
+    return topic_item("leaf");
   });
   inner.add_edge(sg::START, "leaf");
-  sg::StateGraph<Log> outer;
+  sg::StateGraph<TopicLog> outer;
   outer.add_node("sub", inner.compile());
   outer.add_edge(sg::START, "sub");
   const auto app = outer.compile();
@@ -342,8 +356,8 @@ TEST_CASE("subgraph events stream with their namespace") {
   sg::RunConfig config;
   config.stream_subgraphs = true;
   std::vector<std::string> trace;
-  (void)app.stream(sg::Update<Log>{}, config, sg::StreamMode::updates | sg::StreamMode::custom,
-                   [&](const sg::StreamEvent<Log>& e) {
+  (void)app.stream(sg::Update<TopicLog>{}, config, sg::StreamMode::updates | sg::StreamMode::custom,
+                   [&](const sg::StreamEvent<TopicLog>& e) {
                      std::string ns;
                      for (const auto& part : e.ns) ns += part.substr(0, part.find(':')) + "/";
                      trace.push_back(ns + std::string(sg::to_string(e.mode)) + ":" + e.node);
@@ -351,7 +365,7 @@ TEST_CASE("subgraph events stream with their namespace") {
   CHECK(trace == std::vector<std::string>{"sub/custom:leaf", "sub/updates:leaf", "updates:sub"});
 
   trace.clear();
-  (void)app.stream(sg::Update<Log>{}, {}, sg::StreamMode::updates,
-                   [&](const sg::StreamEvent<Log>& e) { trace.push_back(e.node); });
+  (void)app.stream(sg::Update<TopicLog>{}, {}, sg::StreamMode::updates,
+                   [&](const sg::StreamEvent<TopicLog>& e) { trace.push_back(e.node); });
   CHECK(trace == std::vector<std::string>{"sub"});
 }

@@ -12,9 +12,9 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct Plain {
+struct Counter {
   int x = 0;
-  static constexpr auto schema() { return std::tuple{sg::field<"x">(&Plain::x)}; }
+  static constexpr auto schema() { return std::tuple{sg::field<"x">(&Counter::x)}; }
 };
 
 struct Log {
@@ -31,10 +31,11 @@ sg::Update<Log> item(std::string name) {
   return sg::set<&Log::items>(std::move(name));
 }
 
-sg::CompiledGraph<Plain> chain(int n) {
-  sg::StateGraph<Plain> g;
+sg::CompiledGraph<Counter> chain(int n) {
+  sg::StateGraph<Counter> g;
   for (int i = 0; i < n; ++i) {
-    g.add_node("n" + std::to_string(i), [](const Plain& s) { return sg::set<&Plain::x>(s.x + 1); });
+    g.add_node("n" + std::to_string(i),
+               [](const Counter& s) { return sg::set<&Counter::x>(s.x + 1); });
     g.add_edge(i == 0 ? std::string(sg::START) : "n" + std::to_string(i - 1),
                "n" + std::to_string(i));
   }
@@ -46,29 +47,29 @@ sg::CompiledGraph<Plain> chain(int n) {
 
 TEST_CASE("a chain runs one node per superstep") {
   const auto app = chain(10);
-  const auto out = app.invoke(sg::set<&Plain::x>(5));
+  const auto out = app.invoke(sg::set<&Counter::x>(5));
   CHECK(out.state.x == 15);
   CHECK_FALSE(out.interrupted());
-  CHECK(app.invoke(Plain{.x = 1}).state.x == 11);  // a whole state as input
+  CHECK(app.invoke(Counter{.x = 1}).state.x == 11);  // a whole state as input
 }
 
 TEST_CASE("the recursion limit counts supersteps as LangGraph does (a chain of n needs n + 1)") {
   sg::RunConfig config;
   config.recursion_limit = 25;
-  CHECK(chain(24).invoke(sg::Update<Plain>{}, config).state.x == 24);
+  CHECK(chain(24).invoke(sg::Update<Counter>{}, config).state.x == 24);
   CHECK_THROWS_WITH_AS(
-      (void)chain(25).invoke(sg::Update<Plain>{}, config),
+      (void)chain(25).invoke(sg::Update<Counter>{}, config),
       "Recursion limit of 25 reached without hitting a stop condition. You can increase the "
       "limit by setting the `recursion_limit` config key.",
       sg::GraphRecursionError);
   config.recursion_limit = 1;
-  CHECK_THROWS_AS((void)chain(1).invoke(sg::Update<Plain>{}, config), sg::GraphRecursionError);
+  CHECK_THROWS_AS((void)chain(1).invoke(sg::Update<Counter>{}, config), sg::GraphRecursionError);
   config.recursion_limit = 2;
-  CHECK(chain(1).invoke(sg::Update<Plain>{}, config).state.x == 1);
+  CHECK(chain(1).invoke(sg::Update<Counter>{}, config).state.x == 1);
   // The default is 25.
-  CHECK_THROWS_AS((void)chain(25).invoke(sg::Update<Plain>{}), sg::GraphRecursionError);
+  CHECK_THROWS_AS((void)chain(25).invoke(sg::Update<Counter>{}), sg::GraphRecursionError);
   config.recursion_limit = 0;
-  CHECK_THROWS_AS((void)chain(1).invoke(sg::Update<Plain>{}, config), sg::Error);
+  CHECK_THROWS_AS((void)chain(1).invoke(sg::Update<Counter>{}, config), sg::Error);
 }
 
 TEST_CASE("parallel writes apply in node-name order, whatever the completion order") {
@@ -216,66 +217,66 @@ TEST_CASE("a node that throws: NodeError names the node and the step, siblings f
 
 TEST_CASE("retry policy: attempts, backoff, predicate") {
   std::atomic<int> calls{0};
-  sg::StateGraph<Plain> g;
+  sg::StateGraph<Counter> g;
   sg::RetryPolicy policy;
   policy.max_attempts = 4;
   policy.initial_interval = 1ms;
   policy.backoff_factor = 2.0;
   policy.jitter = false;
   g.add_node("flaky",
-             [&calls](const Plain& s, sg::Context& ctx) {
+             [&calls](const Counter& s, sg::Context& ctx) {
                ++calls;
                if (ctx.attempt() < 3) throw std::runtime_error("transient");
-               return sg::set<&Plain::x>(s.x + ctx.attempt());
+               return sg::set<&Counter::x>(s.x + ctx.attempt());
              },
              {.retry = policy});
   g.add_edge(sg::START, "flaky");
   const auto started = std::chrono::steady_clock::now();
-  CHECK(g.compile().invoke(sg::Update<Plain>{}).state.x == 3);
+  CHECK(g.compile().invoke(sg::Update<Counter>{}).state.x == 3);
   CHECK(calls == 3);
   CHECK(std::chrono::steady_clock::now() - started >= 3ms);  // 1 ms + 2 ms of backoff
 
   SUBCASE("gives up after max_attempts") {
     calls = 0;
-    sg::StateGraph<Plain> always;
+    sg::StateGraph<Counter> always;
     policy.max_attempts = 2;
     always.add_node("bad",
-                    [&calls](const Plain&) -> sg::Update<Plain> {
+                    [&calls](const Counter&) -> sg::Update<Counter> {
                       ++calls;
                       throw std::runtime_error("down");
                     },
                     {.retry = policy});
     always.add_edge(sg::START, "bad");
-    CHECK_THROWS_WITH_AS((void)always.compile().invoke(sg::Update<Plain>{}),
+    CHECK_THROWS_WITH_AS((void)always.compile().invoke(sg::Update<Counter>{}),
                          "node 'bad' failed at step 1: down", sg::NodeError);
     CHECK(calls == 2);
   }
   SUBCASE("programming errors are not retried by default") {
     calls = 0;
-    sg::StateGraph<Plain> logic;
+    sg::StateGraph<Counter> logic;
     logic.add_node("bug",
-                   [&calls](const Plain&) -> sg::Update<Plain> {
+                   [&calls](const Counter&) -> sg::Update<Counter> {
                      ++calls;
                      throw std::invalid_argument("bad argument");
                    },
                    {.retry = policy});
     logic.add_edge(sg::START, "bug");
-    CHECK_THROWS_AS((void)logic.compile().invoke(sg::Update<Plain>{}), sg::NodeError);
+    CHECK_THROWS_AS((void)logic.compile().invoke(sg::Update<Counter>{}), sg::NodeError);
     CHECK(calls == 1);
   }
   SUBCASE("a custom predicate") {
     calls = 0;
     policy.max_attempts = 5;
     policy.retry_on = [](const std::exception& e) { return std::string(e.what()) == "retry me"; };
-    sg::StateGraph<Plain> custom;
+    sg::StateGraph<Counter> custom;
     custom.add_node("n",
-                    [&calls](const Plain&) -> sg::Update<Plain> {
+                    [&calls](const Counter&) -> sg::Update<Counter> {
                       ++calls;
                       throw std::runtime_error(calls < 2 ? "retry me" : "fatal");
                     },
                     {.retry = policy});
     custom.add_edge(sg::START, "n");
-    CHECK_THROWS_WITH_AS((void)custom.compile().invoke(sg::Update<Plain>{}),
+    CHECK_THROWS_WITH_AS((void)custom.compile().invoke(sg::Update<Counter>{}),
                          "node 'n' failed at step 1: fatal", sg::NodeError);
     CHECK(calls == 2);
   }
@@ -286,31 +287,31 @@ TEST_CASE("retry policy: attempts, backoff, predicate") {
 
 TEST_CASE("per-node timeout: the attempt is abandoned, the retry policy decides") {
   std::atomic<int> calls{0};
-  sg::StateGraph<Plain> g;
+  sg::StateGraph<Counter> g;
   g.add_node("slow",
-             [&calls](const Plain& s) {
+             [&calls](const Counter& s) {
                const int call = ++calls;
                if (call == 1) std::this_thread::sleep_for(300ms);  // only the first attempt hangs
-               return sg::set<&Plain::x>(s.x + 10);
+               return sg::set<&Counter::x>(s.x + 10);
              },
              {.retry = sg::RetryPolicy{.max_attempts = 2, .initial_interval = 1ms, .jitter = false},
               .timeout = 50ms});
   g.add_edge(sg::START, "slow");
   const auto started = std::chrono::steady_clock::now();
-  CHECK(g.compile().invoke(sg::set<&Plain::x>(1)).state.x == 11);
+  CHECK(g.compile().invoke(sg::set<&Counter::x>(1)).state.x == 11);
   CHECK(std::chrono::steady_clock::now() - started < 250ms);
   CHECK(calls == 2);
 
-  sg::StateGraph<Plain> never;
+  sg::StateGraph<Counter> never;
   never.add_node("hang",
-                 [](const Plain&) {
+                 [](const Counter&) {
                    std::this_thread::sleep_for(200ms);
-                   return sg::Update<Plain>{};
+                   return sg::Update<Counter>{};
                  },
                  {.timeout = 20ms});
   never.add_edge(sg::START, "hang");
   try {
-    (void)never.compile().invoke(sg::Update<Plain>{});
+    (void)never.compile().invoke(sg::Update<Counter>{});
     FAIL("expected a timeout");
   } catch (const sg::NodeTimeoutError& e) {
     CHECK(std::string(e.what()) == "node 'hang' timed out after 20 ms at step 1 (attempt 1)");
@@ -320,14 +321,14 @@ TEST_CASE("per-node timeout: the attempt is abandoned, the retry policy decides"
 
 TEST_CASE("cancellation from another thread") {
   std::atomic<int> steps{0};
-  sg::StateGraph<Plain> g;
-  g.add_node("work", [&steps](const Plain& s, sg::Context& ctx) {
+  sg::StateGraph<Counter> g;
+  g.add_node("work", [&steps](const Counter& s, sg::Context& ctx) {
     ++steps;
     for (int i = 0; i < 20 && !ctx.cancelled(); ++i) std::this_thread::sleep_for(1ms);
-    return sg::set<&Plain::x>(s.x + 1);
+    return sg::set<&Counter::x>(s.x + 1);
   });
   g.add_edge(sg::START, "work");
-  g.add_conditional_edges("work", [](const Plain&) { return "work"; }, {"work", sg::END});
+  g.add_conditional_edges("work", [](const Counter&) { return "work"; }, {"work", sg::END});
   const auto app = g.compile();
   sg::RunConfig config;
   config.recursion_limit = 100000;
@@ -337,12 +338,12 @@ TEST_CASE("cancellation from another thread") {
     token.cancel();
   });
   const auto started = std::chrono::steady_clock::now();
-  CHECK_THROWS_AS((void)app.invoke(sg::Update<Plain>{}, config), sg::CancelledError);
+  CHECK_THROWS_AS((void)app.invoke(sg::Update<Counter>{}, config), sg::CancelledError);
   canceller.join();
   CHECK(std::chrono::steady_clock::now() - started < 2s);
   CHECK(steps >= 1);
   // A cancelled token cancels the next run at once.
-  CHECK_THROWS_AS((void)app.invoke(sg::Update<Plain>{}, config), sg::CancelledError);
+  CHECK_THROWS_AS((void)app.invoke(sg::Update<Counter>{}, config), sg::CancelledError);
 }
 
 TEST_CASE("context: config, node, step, task ids") {

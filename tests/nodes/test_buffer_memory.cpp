@@ -30,7 +30,8 @@ std::vector<std::string> typed_texts(const json& messages) {
   return typed_texts(sg::messages_from_json(messages));
 }
 
-const sg::TokenCounter kLen{[](std::span<const Message> m) { return sg::count_messages(m); }};
+const sg::TokenCounter kMessageCount{
+    [](std::span<const Message> m) { return sg::count_messages(m); }};
 
 const std::string kStory =
     "Once upon a time, in a mystical land far beyond the mountains, there lived a magnificent "
@@ -152,11 +153,11 @@ TEST_CASE("ConversationTokenBufferMemory prunes the history after each save") {
   CHECK(tight.chat_memory().messages().size() == 2);
 
   // Any counter; an exchange may be split, as in LangChain.
-  sg::ConversationTokenBufferMemory three(3, kLen);
+  sg::ConversationTokenBufferMemory three(3, kMessageCount);
   save_dragon_story(three);
   CHECK(three.buffer_as_str() ==
         "AI: " + kStory + "\nHuman: What was the dragon's name?\nAI: The dragon's name was Ember.");
-  sg::ConversationTokenBufferMemory zero(0, kLen);
+  sg::ConversationTokenBufferMemory zero(0, kMessageCount);
   save_dragon_story(zero);
   CHECK(zero.chat_memory().messages().empty());
 
@@ -169,7 +170,8 @@ TEST_CASE("buffer memories work over a checkpointed history") {
   auto saver = std::make_shared<sg::InMemorySaver>();
   auto histories = sg::checkpointed_histories(saver);
   {
-    sg::ConversationTokenBufferMemory memory(2, kLen, {}, histories({{"session_id", "s"}}));
+    sg::ConversationTokenBufferMemory memory(2, kMessageCount, {},
+                                             histories({{"session_id", "s"}}));
     for (int i = 1; i <= 3; ++i) {
       memory.save_context({{"input", "q" + std::to_string(i)}},
                           {{"output", "a" + std::to_string(i)}});
@@ -205,7 +207,7 @@ TEST_CASE("WindowedChatMessageHistory prunes beyond the window and counts what i
 }
 
 TEST_CASE("TokenLimitedChatMessageHistory keeps the newest messages within the limit") {
-  sg::TokenLimitedChatMessageHistory history(3, kLen);
+  sg::TokenLimitedChatMessageHistory history(3, kMessageCount);
   history.add_messages(std::vector{sg::human("q1"), sg::ai("a1")});
   history.add_messages(std::vector{sg::human("q2"), sg::ai("a2")});
   CHECK(typed_texts(history.messages()) ==

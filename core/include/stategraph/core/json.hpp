@@ -1,6 +1,7 @@
 #pragma once
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json_optional.hpp>
 #include <stategraph/core/list_update.hpp>
 #include <stategraph/core/message.hpp>
 #include <stategraph/core/reducer.hpp>
@@ -115,24 +116,6 @@ template <>
 struct adl_serializer<sg::KeepSlice> {
   static void to_json(json& j, const sg::KeepSlice& k) { j = sg::keep_slice_to_json(k); }
   static void from_json(const json& j, sg::KeepSlice& k) { k = sg::keep_slice_from_json(j); }
-};
-
-template <class T>
-struct adl_serializer<std::optional<T>> {
-  static void to_json(json& j, const std::optional<T>& v) {
-    if (v) {
-      j = *v;
-    } else {
-      j = nullptr;
-    }
-  }
-  static void from_json(const json& j, std::optional<T>& v) {
-    if (j.is_null()) {
-      v.reset();
-    } else {
-      v = j.template get<T>();
-    }
-  }
 };
 
 }  // namespace nlohmann

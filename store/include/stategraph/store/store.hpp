@@ -4,6 +4,7 @@
 // conversation threads (LangGraph's BaseStore; shared/reference/langgraph-features.md §6).
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json_optional.hpp>
 
 #include <nlohmann/json.hpp>
 
