@@ -24,6 +24,10 @@ void add_threads_command(CLI::App& app, Action& action);
 /// directory); the chosen operation is stored in `action`.
 void add_store_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph demo` (the summarize-and-trim graph over a scripted conversation, on a
+/// RocksDB thread a second run continues); the run is stored in `action`.
+void add_demo_command(CLI::App& app, Action& action);
+
 /// Reads all of stdin as JSON. Throws sg::Error (code "argument.invalid") when it is empty or
 /// not JSON.
 [[nodiscard]] nlohmann::json read_stdin_json();

@@ -48,6 +48,7 @@ int main(int argc, char** argv) {
   sg::cli::add_messages_command(app, action);
   sg::cli::add_threads_command(app, action);
   sg::cli::add_store_command(app, action);
+  sg::cli::add_demo_command(app, action);
 
   try {
     app.parse(argc, argv);

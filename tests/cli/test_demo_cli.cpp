@@ -1,0 +1,61 @@
+// `stategraph demo` run as a real process: a first run stops after 10 turns, a second continues
+// the thread to turn 40, the facts of the first turns are answered in the last, and --fresh
+// starts over.
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
+
+#include "support/process.hpp"
+#include "support/temp_dir.hpp"
+
+namespace {
+
+/// The JSON lines of a `demo --json` run.
+std::vector<nlohmann::json> demo_turns(const std::vector<std::string>& args) {
+  const auto result = sg::test::run_process(SG_CLI_PATH, args, "");
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  std::vector<nlohmann::json> lines;
+  std::istringstream out(result.out);
+  for (std::string line; std::getline(out, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("stategraph demo: a second run continues the thread, facts survive summaries") {
+  sg::test::TempDir dir;
+  const std::string db = dir.sub("data");
+  const auto first = demo_turns({"demo", "--db", db, "--turns", "10", "--json"});
+  REQUIRE(first.size() == 10);
+  CHECK(first.front()["turn"] == 1);
+  CHECK(first.front()["ai"] == "Noted: my name is Ada.");
+  const auto rest = demo_turns({"demo", "--db", db, "--json"});
+  REQUIRE(rest.size() == 30);
+  CHECK(rest.front()["turn"] == 11);
+  CHECK(rest.back()["turn"] == 40);
+  std::size_t most_kept = 0;
+  for (const auto& t : rest) most_kept = std::max(most_kept, t["messages_kept"].get<std::size_t>());
+  CHECK(most_kept < 40);  // summarized and cut along the way
+  CHECK(rest.back()["summary_chars"].get<int>() > 0);
+  CHECK(rest[26]["ai"] == "You told me: my name is Ada.");
+  CHECK(rest[27]["ai"] == "You told me: I live in Lisbon.");
+  CHECK(rest[28]["ai"] == "You told me: my dog is called Rex.");
+  CHECK(rest[29]["ai"] == "You told me: I work as a ship engineer.");
+
+  const auto done = sg::test::run_process(SG_CLI_PATH, {"demo", "--db", db}, "");
+  CHECK(done.exit_code == 0);
+  CHECK(done.out.find("all 40 turns are done") != std::string::npos);
+  CHECK(done.out.find("summary: Hi. My name is Ada.") != std::string::npos);
+
+  const auto fresh = demo_turns({"demo", "--db", db, "--fresh", "--turns", "1", "--json"});
+  REQUIRE(fresh.size() == 1);
+  CHECK(fresh[0]["turn"] == 1);
+}
+
+TEST_CASE("stategraph demo: bad flags are a usage error") {
+  const auto result = sg::test::run_process(SG_CLI_PATH, {"demo", "--turns", "-3"}, "");
+  CHECK(result.exit_code == 2);
+  CHECK(result.err.find("stategraph: ") == 0);
+}
