@@ -45,9 +45,12 @@ bench: deps
 	  -DSG_BUILD_EXAMPLES=OFF -DSG_BUILD_CLI=OFF $(CMAKE_ARGS)
 	cmake --build build-bench -j $(JOBS) --target stategraph-bench
 
-# Builds and runs the main demo.
-demo: build
-	$(BUILD_DIR)/examples/message_memory
+# Builds only what the main demo needs (the libraries and the CLI) and runs `stategraph demo`
+# (flags in DEMO_ARGS, e.g. DEMO_ARGS=--fresh).
+demo: deps
+	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target stategraph
+	$(BUILD_DIR)/cli/stategraph demo $(DEMO_ARGS)
 
 format:
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format -i
@@ -57,13 +60,13 @@ format-check: deps
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
 
 # The naming rules of .clang-tidy on the library sources (configures build/ for its compile
-# commands). Not
-# async.cpp: clang 14 does not give Boost.Asio its coroutine support.
+# commands). Not async.cpp and demo_command.cpp (which runs coroutine nodes): clang 14 does not
+# give Boost.Asio its coroutine support.
 tidy: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS) \
 	  > /dev/null
 	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' \
-	  'cli/src/*.cpp' | grep -v 'core/src/executor/async.cpp' | \
+	  'cli/src/*.cpp' | grep -v -e 'core/src/executor/async.cpp' -e 'cli/src/demo_command.cpp' | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p $(BUILD_DIR) --quiet
 
 clean:
