@@ -125,7 +125,15 @@ void run_demo(const DemoArgs& args) {
   }
   const auto final_state = app.get_state(config);
   if (!final_state) return;
-  std::cout << "\nsummary: " << final_state->values.summary << '\n';
+  const std::string& summary = final_state->values.summary;
+  std::cout << "\nsummary: " << summary << '\n';
+  // The facts of the first turns, found again in the summary that replaced those turns.
+  std::string kept;
+  for (const char* fact : {"Ada", "Lisbon", "Rex", "ship engineer"}) {
+    kept += fmt::format("{}{} ({})", kept.empty() ? "" : ", ", fact,
+                        summary.find(fact) != std::string::npos ? "kept" : "lost");
+  }
+  std::cout << "facts of turns 1-4 in the summary: " << kept << '\n';
 }
 
 }  // namespace

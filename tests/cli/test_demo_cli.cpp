@@ -48,6 +48,8 @@ TEST_CASE("stategraph demo: a second run continues the thread, facts survive sum
   CHECK(done.exit_code == 0);
   CHECK(done.out.find("all 40 turns are done") != std::string::npos);
   CHECK(done.out.find("summary: Hi. My name is Ada.") != std::string::npos);
+  CHECK(done.out.find("facts of turns 1-4 in the summary: Ada (kept), Lisbon (kept), Rex (kept), "
+                      "ship engineer (kept)") != std::string::npos);
 
   const auto fresh = demo_turns({"demo", "--db", db, "--fresh", "--turns", "1", "--json"});
   REQUIRE(fresh.size() == 1);
