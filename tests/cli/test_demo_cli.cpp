@@ -1,11 +1,13 @@
 // `stategraph demo` run as a real process: a first run stops after 10 turns, a second continues
 // the thread to turn 40, the facts of the first turns are answered in the last, and --fresh
-// starts over.
+// starts over; on a model server (OPENAI_BASE_URL), SIGINT stops it between turns.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdlib>
 #include <sstream>
 
+#include "support/loopback_openai.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -60,4 +62,34 @@ TEST_CASE("stategraph demo: bad flags are a usage error") {
   const auto result = sg::test::run_process(SG_CLI_PATH, {"demo", "--turns", "-3"}, "");
   CHECK(result.exit_code == 2);
   CHECK(result.err.find("stategraph: ") == 0);
+}
+
+TEST_CASE(
+    "stategraph demo: on a real model server, Ctrl-C stops between turns and a rerun resumes") {
+  // The loopback OpenAI server answers each call after 100 ms, so SIGINT (sent by coreutils'
+  // timeout after one second) lands mid-conversation.
+  sg::testing::LoopbackOpenAI server({.delay = std::chrono::milliseconds(100)});
+  ::setenv("OPENAI_BASE_URL", server.base_url().c_str(), 1);
+  ::setenv("OPENAI_API_KEY", "test-key", 1);
+  sg::test::TempDir dir;
+  const std::string db = dir.sub("data");
+  const auto stopped = sg::test::run_process(
+      "/usr/bin/timeout", {"--preserve-status", "-s", "INT", "1", SG_CLI_PATH, "demo", "--db", db},
+      "");
+  ::unsetenv("OPENAI_BASE_URL");
+  ::unsetenv("OPENAI_API_KEY");
+  INFO(stopped.out << stopped.err);
+  CHECK(stopped.exit_code == 0);
+  const auto at = stopped.out.find("stopped after turn ");
+  REQUIRE(at != std::string::npos);
+  const int last = std::stoi(stopped.out.substr(at + 19));
+  CHECK(last >= 1);
+  CHECK(last < 40);
+  CHECK(stopped.out.find("ai:  echo: Hi! My name is Ada.") != std::string::npos);
+  CHECK(server.requests().size() >= static_cast<std::size_t>(last));
+
+  // Offline (LocalModel) from here: the thread continues after the last finished turn.
+  const auto next = demo_turns({"demo", "--db", db, "--turns", "1", "--json"});
+  REQUIRE(next.size() == 1);
+  CHECK(next[0]["turn"] == last + 1);
 }
