@@ -88,7 +88,7 @@ void run_demo(const DemoArgs& args) {
     ++done;
     ++ran;
     const auto context = summary_trim_context(state, options);
-    const std::int64_t tokens = count_tokens_approximately(context);
+    const std::int64_t tokens = options.token_counter(context);
     const std::string reply = state.messages.empty() ? "" : state.messages.back().text();
     if (args.json) {
       write_json({{"turn", done},
@@ -123,9 +123,9 @@ void run_demo(const DemoArgs& args) {
                              h.metadata.value("source", std::string()),
                              next.empty() ? "(done)" : next);
   }
-  const auto final_state = app.get_state(config);
-  if (!final_state) return;
-  const std::string& summary = final_state->values.summary;
+  if (history.empty()) return;
+  // The newest checkpoint ends a finished run: its values are the thread's state.
+  const std::string& summary = history.front().values.summary;
   std::cout << "\nsummary: " << summary << '\n';
   // The facts of the first turns, found again in the summary that replaced those turns.
   std::string kept;
