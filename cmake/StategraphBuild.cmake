@@ -34,6 +34,7 @@ function(sg_add_module name)
                                                $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_link_libraries(sg_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   sg_set_warnings(sg_${name})
+  sg_set_unity(sg_${name})
   install(TARGETS sg_${name} EXPORT stategraphTargets
           ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
           LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -41,16 +42,26 @@ function(sg_add_module name)
   install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 endfunction()
 
-# Batches the target's sources into unity translation units when SG_UNITY_BUILD is on (test
-# suites: libraries keep one object per source, whose file-local names and coroutine frames
-# g++ would see as clashing or as -Wsubobject-linkage once sources share a translation unit).
+# Batches the target's sources into unity translation units of 6 when SG_UNITY_BUILD is on (the
+# libraries, the CLI and the test suites: about 2.4x less compile time for the libraries,
+# docs/benchmarks.md "Build time"). The names in the anonymous namespaces of one target's sources
+# must differ from file to file; shared helpers go in a header.
 function(sg_set_unity target)
   if(SG_UNITY_BUILD)
     set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 6)
-    # In a unity source every test file is an included file, so g++ takes the state types of
-    # its anonymous namespace inside coroutine frames for header types with internal linkage.
+    # In a unity source every file is an included file, so g++ takes the state types of its
+    # anonymous namespace inside coroutine frames for header types with internal linkage.
     target_compile_options(${target} PRIVATE -Wno-subobject-linkage)
   endif()
+endfunction()
+
+# Test suites and examples: line tables only (backtraces and sanitizer reports keep file:line)
+# and, in RelWithDebInfo, -O1: their code is mostly the executor's templates instantiated per
+# state type, which -O2 takes about 1.7x as long to compile for no gain in a test (the libraries
+# they test stay -O2). docs/benchmarks.md, "Build time".
+function(sg_set_test_build_flags target)
+  target_compile_options(${target} PRIVATE $<$<CONFIG:Debug,RelWithDebInfo>:-g1>
+                                           $<$<CONFIG:RelWithDebInfo>:-O1>)
 endfunction()
 
 function(sg_set_warnings target)

@@ -1,6 +1,5 @@
 #include <stategraph/core/cache.hpp>
-
-#include <nlohmann/json.hpp>
+#include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 
 #include <map>
 

@@ -6,6 +6,7 @@
 #include <boost/graph/breadth_first_search.hpp>
 #include <boost/graph/graphviz.hpp>
 #include <boost/graph/reverse_graph.hpp>
+#include <boost/property_map/function_property_map.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -28,10 +29,16 @@ using Vertex = boost::graph_traits<Graph>::vertex_descriptor;
   throw GraphValidationError(message);
 }
 
+/// What a Shape is for: checking the graph (every transition it can make) or drawing it (as
+/// LangGraph draws it: a node that may return a Command shows edges only to its declared
+/// destinations).
+enum class ShapeUse { check, draw };
+
 /// The graph of every possible transition. Vertices: nodes 0..N-1, START = N, END = N+1.
 class Shape {
  public:
-  explicit Shape(const GraphSpec& spec) : spec_(spec), n_(spec.nodes.size()), g_(n_ + 2) {
+  explicit Shape(const GraphSpec& spec, ShapeUse use = ShapeUse::check)
+      : spec_(spec), n_(spec.nodes.size()), g_(n_ + 2) {
     for (const auto& e : spec.edges) add(vertex_of(e.from), vertex_of(e.to), false, {});
     for (const auto& j : spec.joins) {
       for (const auto& s : j.sources) add(vertex_of(s), vertex_of(j.target), false, {});
@@ -52,7 +59,7 @@ class Shape {
       const auto& node = spec.nodes[i];
       if (!node.returns_command) continue;
       if (node.destinations.empty()) {
-        to_anywhere(i);
+        if (use == ShapeUse::check) to_anywhere(i);
       } else {
         for (const auto& target : node.destinations) add(i, vertex_of(target), true, {});
       }
@@ -277,7 +284,7 @@ Topology compile_topology(const GraphSpec& spec, const std::vector<std::string>&
 }
 
 std::string draw_mermaid(const GraphSpec& spec) {
-  const Shape shape(spec);
+  const Shape shape(spec, ShapeUse::draw);
   const Graph& g = shape.graph();
   std::ostringstream out;
   out << "%%{init: {'flowchart': {'curve': 'linear'}}}%%\ngraph TD;\n";
@@ -304,7 +311,7 @@ std::string draw_mermaid(const GraphSpec& spec) {
 }
 
 std::string draw_dot(const GraphSpec& spec) {
-  const Shape shape(spec);
+  const Shape shape(spec, ShapeUse::draw);
   const Graph& g = shape.graph();
   std::ostringstream out;
   auto vertex_writer = [&](std::ostream& os, Vertex v) {
@@ -324,7 +331,10 @@ std::string draw_dot(const GraphSpec& spec) {
     os << "rankdir=TB;\n";
     if (!spec.name.empty()) os << "label=" << boost::escape_dot_string(spec.name) << ";\n";
   };
-  boost::write_graphviz(out, g, vertex_writer, edge_writer, graph_writer);
+  // Node names as DOT ids (LangGraph's ids), so that SVG titles and links name the nodes.
+  const auto ids = boost::make_function_property_map<Vertex, std::string>(
+      [&](Vertex v) { return boost::escape_dot_string(shape.name(v)); });
+  boost::write_graphviz(out, g, vertex_writer, edge_writer, graph_writer, ids);
   return out.str();
 }
 

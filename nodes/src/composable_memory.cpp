@@ -7,17 +7,16 @@
 #include <algorithm>
 #include <cctype>
 
+#include "invalid_argument.hpp"
+
 namespace sg {
 namespace {
-
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(errc::kInvalidArgument, message);
-}
 
 void reject_removals(std::span<const Message> messages, std::string_view where) {
   for (std::size_t i = 0; i < messages.size(); ++i) {
     if (messages[i].type == MessageType::remove)
-      invalid(fmt::format("{}: message {} is a RemoveMessage, not a message to keep", where, i));
+      detail::invalid_argument(
+          fmt::format("{}: message {} is a RemoveMessage, not a message to keep", where, i));
   }
 }
 
@@ -59,7 +58,7 @@ std::string_view chat_role(MessageType type) {
     case MessageType::remove:
       break;
   }
-  invalid("a RemoveMessage has no chat role");
+  detail::invalid_argument("a RemoveMessage has no chat role");
 }
 
 // ---- ChatMemoryBuffer ----
@@ -67,10 +66,11 @@ std::string_view chat_role(MessageType type) {
 std::vector<Message> chat_memory_window(std::span<const Message> history, std::int64_t token_limit,
                                         const TokenCounter& token_counter,
                                         std::int64_t initial_token_count) {
-  if (token_limit < 1) invalid(fmt::format("token_limit must be >= 1, not {}", token_limit));
+  if (token_limit < 1)
+    detail::invalid_argument(fmt::format("token_limit must be >= 1, not {}", token_limit));
   if (initial_token_count > token_limit)
-    invalid(fmt::format("the initial token count {} exceeds the token limit {}",
-                        initial_token_count, token_limit));
+    detail::invalid_argument(fmt::format("the initial token count {} exceeds the token limit {}",
+                                         initial_token_count, token_limit));
   const std::size_t n = history.size();
   // Tokens of history[i..]: each message counted once, summed from the end.
   std::vector<std::int64_t> suffix(n + 1, 0);
@@ -93,7 +93,7 @@ ChatMemoryBuffer::ChatMemoryBuffer(ChatMemoryBufferOptions options,
                                    std::vector<Message> chat_history)
     : options_(std::move(options)), history_(std::move(chat_history)) {
   if (options_.token_limit < 1)
-    invalid(
+    detail::invalid_argument(
         fmt::format("ChatMemoryBuffer: token_limit must be >= 1, not {}", options_.token_limit));
   reject_removals(history_, "ChatMemoryBuffer");
 }
@@ -135,8 +135,9 @@ void ChatMemoryBuffer::reset() {
 
 VectorMemory::VectorMemory(std::shared_ptr<Store> store, Namespace ns, VectorMemoryOptions options)
     : store_(std::move(store)), ns_(std::move(ns)), options_(options) {
-  if (!store_) invalid("VectorMemory needs a store");
-  if (options_.similarity_top_k == 0) invalid("VectorMemory: similarity_top_k must be > 0");
+  if (!store_) detail::invalid_argument("VectorMemory needs a store");
+  if (options_.similarity_top_k == 0)
+    detail::invalid_argument("VectorMemory: similarity_top_k must be > 0");
   validate_namespace(ns_);
 }
 
@@ -159,7 +160,8 @@ std::vector<Message> VectorMemory::get(const std::optional<std::string>& input) 
 }
 
 std::vector<Message> VectorMemory::get_all() {
-  invalid("a vector memory cannot list all its messages: it retrieves them for an input (get)");
+  detail::invalid_argument(
+      "a vector memory cannot list all its messages: it retrieves them for an input (get)");
 }
 
 void VectorMemory::add_locked(const Message& message) {
@@ -231,8 +233,8 @@ void VectorMemory::reset_locked() {
 
 std::shared_ptr<VectorMemory> VectorMemory::copy_to(Namespace target) const {
   if (is_prefix(ns_, target) || is_prefix(target, ns_))
-    invalid("VectorMemory::copy_to: " + join_namespace(target) + " overlaps " +
-            join_namespace(ns_));
+    detail::invalid_argument("VectorMemory::copy_to: " + join_namespace(target) + " overlaps " +
+                             join_namespace(ns_));
   auto copy = std::make_shared<VectorMemory>(store_, target, options_);
   copy->reset();
   std::lock_guard lock(mu_);
@@ -309,10 +311,11 @@ std::vector<Message> compose_memory(std::vector<Message> primary,
 SimpleComposableMemory::SimpleComposableMemory(std::shared_ptr<ChatMemory> primary,
                                                std::vector<std::shared_ptr<ChatMemory>> secondary)
     : primary_(std::move(primary)), secondary_(std::move(secondary)) {
-  if (!primary_) invalid("SimpleComposableMemory needs a primary memory");
+  if (!primary_) detail::invalid_argument("SimpleComposableMemory needs a primary memory");
   for (std::size_t i = 0; i < secondary_.size(); ++i)
     if (!secondary_[i])
-      invalid(fmt::format("SimpleComposableMemory: secondary source {} is null", i));
+      detail::invalid_argument(
+          fmt::format("SimpleComposableMemory: secondary source {} is null", i));
 }
 
 std::vector<Message> SimpleComposableMemory::get(const std::optional<std::string>& input) {
@@ -354,10 +357,11 @@ void SimpleComposableMemory::reset() {
 void check_composable_memory_hook(const std::vector<std::shared_ptr<ChatMemory>>& secondary,
                                   const ComposableMemoryHookOptions& options) {
   for (std::size_t i = 0; i < secondary.size(); ++i)
-    if (!secondary[i]) invalid(fmt::format("composable_memory_hook: source {} is null", i));
+    if (!secondary[i])
+      detail::invalid_argument(fmt::format("composable_memory_hook: source {} is null", i));
   if (options.token_limit < 1)
-    invalid(fmt::format("composable_memory_hook: token_limit must be >= 1, not {}",
-                        options.token_limit));
+    detail::invalid_argument(fmt::format("composable_memory_hook: token_limit must be >= 1, not {}",
+                                         options.token_limit));
 }
 
 std::vector<Message> compose_thread_memory(

@@ -9,16 +9,14 @@
 #include <numeric>
 #include <set>
 
+#include "invalid_argument.hpp"
+
 namespace sg {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-  throw Error(errc::kInvalidArgument, message);
-}
-
 void check_importance(double importance) {
   if (!std::isfinite(importance))
-    invalid(fmt::format("importance must be finite, not {}", importance));
+    detail::invalid_argument(fmt::format("importance must be finite, not {}", importance));
 }
 
 /// What pruning needs to know of one message.
@@ -106,7 +104,8 @@ std::vector<std::size_t> kept_indices(std::span<const Message> messages,
   std::vector<PruneItem> items;
   items.reserve(messages.size());
   for (const auto& m : messages) {
-    if (m.type == MessageType::remove) invalid("prune_messages: a RemoveMessage is not a message");
+    if (m.type == MessageType::remove)
+      detail::invalid_argument("prune_messages: a RemoveMessage is not a message");
     items.push_back({options.token_counter(m), m.type == MessageType::system, importance_of(m)});
   }
   return plan_pruning(items, {options.max_tokens, options.max_messages, options.strategy,
@@ -121,7 +120,8 @@ double importance_of(const Message& message) {
   const auto it = kwargs.find(kImportanceKey);
   if (it == kwargs.end()) return 1.0;
   if (!it->is_number())
-    invalid("additional_kwargs[\"importance\"] must be a number, not " + it->dump());
+    detail::invalid_argument("additional_kwargs[\"importance\"] must be a number, not " +
+                             it->dump());
   const double value = it->get<double>();
   check_importance(value);
   return value;
@@ -136,9 +136,11 @@ Message with_importance(Message message, double importance) {
 
 void check_prune_options(const PruneOptions& options) {
   if (options.max_tokens <= 0)
-    invalid(fmt::format("max_tokens must be > 0, not {}", options.max_tokens));
-  if (options.max_messages && *options.max_messages == 0) invalid("max_messages must be > 0");
-  if (!std::isfinite(options.importance_threshold)) invalid("importance_threshold must be finite");
+    detail::invalid_argument(fmt::format("max_tokens must be > 0, not {}", options.max_tokens));
+  if (options.max_messages && *options.max_messages == 0)
+    detail::invalid_argument("max_messages must be > 0");
+  if (!std::isfinite(options.importance_threshold))
+    detail::invalid_argument("importance_threshold must be finite");
 }
 
 std::vector<Message> prune_messages(std::span<const Message> messages,
@@ -159,7 +161,8 @@ std::vector<Message> pruned_removals(std::span<const Message> messages,
       continue;
     }
     if (messages[i].id.empty())
-      invalid(fmt::format("pruned_removals: message {} has no id, so it cannot be removed", i));
+      detail::invalid_argument(
+          fmt::format("pruned_removals: message {} has no id, so it cannot be removed", i));
     removals.push_back(remove_message(messages[i].id));
   }
   return removals;
@@ -179,10 +182,10 @@ ShortTermMemoryBuffer::ShortTermMemoryBuffer(ShortTermMemoryOptions options)
   check_prune_options({options_.max_tokens, options_.max_messages, options_.strategy,
                        options_.importance_threshold, options_.token_counter});
   if (!(options_.recency.decay_rate >= 0) || !std::isfinite(options_.recency.decay_rate))
-    invalid("recency decay_rate must be finite and >= 0");
+    detail::invalid_argument("recency decay_rate must be finite and >= 0");
   if (!(options_.recency.half_life_minutes > 0) ||
       !std::isfinite(options_.recency.half_life_minutes))
-    invalid("recency half_life_minutes must be finite and > 0");
+    detail::invalid_argument("recency half_life_minutes must be finite and > 0");
 }
 
 MemoryClock::time_point ShortTermMemoryBuffer::now() const {
@@ -190,7 +193,8 @@ MemoryClock::time_point ShortTermMemoryBuffer::now() const {
 }
 
 MemoryEntry ShortTermMemoryBuffer::make_entry(Message message, double importance) const {
-  if (message.type == MessageType::remove) invalid("a RemoveMessage cannot be added to a buffer");
+  if (message.type == MessageType::remove)
+    detail::invalid_argument("a RemoveMessage cannot be added to a buffer");
   check_importance(importance);
   MemoryEntry entry;
   entry.tokens = options_.token_counter(message);
@@ -242,7 +246,8 @@ void ShortTermMemoryBuffer::replace(std::vector<MemoryEntry> entries) {
 
 void ShortTermMemoryBuffer::set_importance(std::size_t index, double importance) {
   if (index >= entries_.size())
-    invalid(fmt::format("entry {} out of range ({} entries)", index, entries_.size()));
+    detail::invalid_argument(
+        fmt::format("entry {} out of range ({} entries)", index, entries_.size()));
   check_importance(importance);
   entries_[index].importance = importance;
 }
@@ -302,7 +307,7 @@ SummarizationCompressor::SummarizationCompressor(std::shared_ptr<const ChatModel
     : model_(std::move(model)),
       prompt_(std::move(prompt)),
       model_options_(std::move(model_options)) {
-  if (!model_) invalid("SummarizationCompressor needs a model");
+  if (!model_) detail::invalid_argument("SummarizationCompressor needs a model");
 }
 
 std::vector<MemoryEntry> SummarizationCompressor::compress(std::vector<MemoryEntry> entries) {
@@ -320,7 +325,8 @@ std::vector<MemoryEntry> SummarizationCompressor::compress(std::vector<MemoryEnt
 
 SelectiveCompressor::SelectiveCompressor(double importance_threshold)
     : threshold_(importance_threshold) {
-  if (!std::isfinite(threshold_)) invalid("SelectiveCompressor: the threshold must be finite");
+  if (!std::isfinite(threshold_))
+    detail::invalid_argument("SelectiveCompressor: the threshold must be finite");
 }
 
 std::vector<MemoryEntry> SelectiveCompressor::compress(std::vector<MemoryEntry> entries) {
@@ -345,9 +351,9 @@ CompressionPipeline::CompressionPipeline(std::vector<std::shared_ptr<Compressor>
                                          double threshold)
     : compressors_(std::move(compressors)), threshold_(threshold) {
   for (const auto& c : compressors_)
-    if (!c) invalid("CompressionPipeline: a compressor is null");
+    if (!c) detail::invalid_argument("CompressionPipeline: a compressor is null");
   if (!(threshold_ > 0 && threshold_ <= 1))
-    invalid(
+    detail::invalid_argument(
         fmt::format("CompressionPipeline: the threshold must be in (0, 1], not {}", threshold_));
 }
 
@@ -377,13 +383,13 @@ ContextManager::ContextManager(ShortTermMemoryOptions per_context)
 }
 
 ShortTermMemoryBuffer& ContextManager::create_context(const std::string& name) {
-  if (name.empty()) invalid("a context needs a name");
-  if (contexts_.count(name)) invalid("context '" + name + "' exists already");
+  if (name.empty()) detail::invalid_argument("a context needs a name");
+  if (contexts_.count(name)) detail::invalid_argument("context '" + name + "' exists already");
   return contexts_.emplace(name, ShortTermMemoryBuffer(per_context_)).first->second;
 }
 
 void ContextManager::switch_context(const std::string& name, bool preserve_summary) {
-  if (name.empty()) invalid("a context needs a name");
+  if (name.empty()) detail::invalid_argument("a context needs a name");
   if (active_ == name) return;
   if (!contexts_.count(name)) create_context(name);
   if (active_) {
@@ -405,11 +411,14 @@ std::optional<std::string> ContextManager::return_to_previous() {
 }
 
 void ContextManager::merge_contexts(const std::string& source, const std::string& target) {
-  if (source == target) invalid("merge_contexts: source and target are both '" + source + "'");
+  if (source == target)
+    detail::invalid_argument("merge_contexts: source and target are both '" + source + "'");
   auto from = contexts_.find(source);
   auto to = contexts_.find(target);
-  if (from == contexts_.end()) invalid("merge_contexts: no context '" + source + "'");
-  if (to == contexts_.end()) invalid("merge_contexts: no context '" + target + "'");
+  if (from == contexts_.end())
+    detail::invalid_argument("merge_contexts: no context '" + source + "'");
+  if (to == contexts_.end())
+    detail::invalid_argument("merge_contexts: no context '" + target + "'");
   std::vector<MemoryEntry> moved = from->second.entries();
   for (auto& e : moved) e.importance *= 0.7;  // merged content matters less
   to->second.append(std::move(moved));
@@ -431,7 +440,8 @@ ShortTermMemoryBuffer* ContextManager::find(const std::string& name) {
 
 double cosine_similarity(std::span<const float> a, std::span<const float> b) {
   if (a.size() != b.size())
-    invalid(fmt::format("cosine_similarity: sizes {} and {} differ", a.size(), b.size()));
+    detail::invalid_argument(
+        fmt::format("cosine_similarity: sizes {} and {} differ", a.size(), b.size()));
   double dot = 0;
   double na = 0;
   double nb = 0;
@@ -446,14 +456,16 @@ double cosine_similarity(std::span<const float> a, std::span<const float> b) {
 std::vector<Message> attention_window(std::span<const MemoryEntry> entries, std::string_view query,
                                       Embeddings& embedder, std::int64_t window_tokens) {
   if (window_tokens <= 0)
-    invalid(fmt::format("attention_window: window_tokens must be > 0, not {}", window_tokens));
+    detail::invalid_argument(
+        fmt::format("attention_window: window_tokens must be > 0, not {}", window_tokens));
   if (entries.empty()) return {};
   std::vector<std::string> texts{std::string(query)};
   for (const auto& e : entries) texts.push_back(e.message.text());
   const auto vectors = embedder.embed(texts);
   if (vectors.size() != texts.size())
-    invalid(fmt::format("attention_window: the embedder returned {} vectors for {} texts",
-                        vectors.size(), texts.size()));
+    detail::invalid_argument(
+        fmt::format("attention_window: the embedder returned {} vectors for {} texts",
+                    vectors.size(), texts.size()));
   std::vector<std::pair<double, std::size_t>> scored;
   scored.reserve(entries.size());
   for (std::size_t i = 0; i < entries.size(); ++i)
@@ -505,7 +517,8 @@ ShortTermMemorySystem::ShortTermMemorySystem(ShortTermMemorySystemOptions option
       buffer_(buffer_options(options_, options_.max_tokens)),
       contexts_(buffer_options(options_, std::max<std::int64_t>(1, options_.max_tokens / 2))),
       pipeline_(compressors_for(options_), options_.compression_threshold) {
-  if (options_.attention_window_tokens <= 0) invalid("attention_window_tokens must be > 0");
+  if (options_.attention_window_tokens <= 0)
+    detail::invalid_argument("attention_window_tokens must be > 0");
 }
 
 void ShortTermMemorySystem::add_interaction(Message message, double importance,

@@ -230,5 +230,23 @@ TEST_CASE("mermaid and dot drawings") {
   CHECK(dot.find("label=agent_graph") != std::string::npos);
   CHECK(dot.find("[style=dashed, label=continue]") != std::string::npos);
   CHECK(dot.find("shape=oval") != std::string::npos);
+  CHECK(dot.find("agent->tools [style=dashed, label=continue]") != std::string::npos);  // names
+  CHECK(dot.find("__start__->agent ;") != std::string::npos);
   CHECK(app.nodes() == std::vector<std::string>{"agent", "tools", "summarize"});
+}
+
+TEST_CASE("drawings: a node returning a Command shows only its declared destinations") {
+  // As LangGraph draws it: no edges for a Command node without destinations (the checks still
+  // take it to go anywhere), dashed edges to the declared ones.
+  sg::StateGraph<Plain> g;
+  g.add_node("router", [](const Plain&) { return sg::Command<Plain>{.go_to = {"work"}}; })
+      .add_node("work", [](const Plain&) { return sg::Command<Plain>{.go_to = {"work"}}; },
+                {.destinations = {"router", sg::END}});
+  g.add_edge(sg::START, "router");
+  const auto app = g.compile();
+  const std::string mermaid = app.draw_mermaid();
+  CHECK(mermaid.find("\trouter -") == std::string::npos);
+  CHECK(mermaid.find("\twork -.-> router;") != std::string::npos);
+  CHECK(mermaid.find("\twork -.-> __end__;") != std::string::npos);
+  CHECK(app.draw_dot().find("router->") == std::string::npos);
 }

@@ -5,9 +5,8 @@
 
 #include <stategraph/core/channels.hpp>
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 #include <stategraph/core/time.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <map>

@@ -1,9 +1,8 @@
 #pragma once
 
 #include <stategraph/core/graph_types.hpp>
+#include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 #include <stategraph/core/message.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <any>
 #include <array>

@@ -4,10 +4,9 @@
 // node/compile/run options, results and stream events.
 
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 #include <stategraph/core/message.hpp>
 #include <stategraph/core/update.hpp>
-
-#include <nlohmann/json.hpp>
 
 #include <any>
 #include <chrono>

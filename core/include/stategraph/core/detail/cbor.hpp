@@ -4,7 +4,7 @@
 // shape is known (checkpoint records, messages), which skips building a JSON tree. Its output
 // for a JSON value is byte for byte what json::to_cbor() writes.
 
-#include <nlohmann/json.hpp>
+#include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 
 #include <bit>
 #include <cmath>
