@@ -2,6 +2,8 @@
 
 // Shared pieces of the stategraph command-line tool.
 
+#include <stategraph/nodes/summarize_trim.hpp>
+
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
@@ -27,6 +29,31 @@ void add_store_command(CLI::App& app, Action& action);
 /// Registers `stategraph demo` (the summarize-and-trim graph over a scripted conversation, on a
 /// RocksDB thread a second run continues); the run is stored in `action`.
 void add_demo_command(CLI::App& app, Action& action);
+
+/// Registers `stategraph graph [NAME]` (draws a built-in graph as Mermaid, DOT, SVG or PNG, or
+/// lists them); the chosen operation is stored in `action`.
+void add_graph_command(CLI::App& app, Action& action);
+
+/// Registers `stategraph chat` (an interactive chat on the demo's graph, resumed across runs);
+/// the session is stored in `action`.
+void add_chat_command(CLI::App& app, Action& action);
+
+/// Registers `stategraph completion bash` (prints bash_completion(app)).
+void add_completion_command(CLI::App& app, Action& action);
+
+/// A bash completion script for `app`'s commands and options, generated from its definition.
+[[nodiscard]] std::string bash_completion(const CLI::App& app);
+
+/// The options of the summarize-and-trim graph that `demo` and `chat` run (the library's
+/// defaults, with room for every fact in LocalModel's summaries).
+[[nodiscard]] SummaryTrimOptions demo_graph_options();
+
+/// `text` on one line (line breaks and tabs become spaces), cut to `max` characters with "...".
+[[nodiscard]] std::string one_line(std::string text, std::size_t max = std::string::npos);
+
+/// Whether to colour the output: stdout is a terminal and NO_COLOR is unset or empty
+/// (no-color.org).
+[[nodiscard]] bool colour_output();
 
 /// Reads all of stdin as JSON. Throws sg::Error (code "argument.invalid") when it is empty or
 /// not JSON.

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <iostream>
@@ -60,8 +61,7 @@ std::string bar(std::size_t done, std::size_t total) {
 void run_demo(const DemoArgs& args) {
   auto saver = RocksDbSaver::open(args.db);
   if (args.fresh) saver->delete_thread(args.thread);
-  SummaryTrimOptions options;
-  options.summary_options.model_options.max_tokens = 1024;  // LocalModel: room for every fact
+  const SummaryTrimOptions options = demo_graph_options();
   const auto app =
       summarize_and_trim_graph(default_chat_model(), options).compile({.checkpointer = saver});
   RunConfig config;
@@ -125,18 +125,40 @@ void run_demo(const DemoArgs& args) {
   }
   if (history.empty()) return;
   // The newest checkpoint ends a finished run: its values are the thread's state.
-  const std::string& summary = history.front().values.summary;
-  std::cout << "\nsummary: " << summary << '\n';
-  // The facts of the first turns, found again in the summary that replaced those turns.
-  std::string kept;
-  for (const char* fact : {"Ada", "Lisbon", "Rex", "ship engineer"}) {
-    kept += fmt::format("{}{} ({})", kept.empty() ? "" : ", ", fact,
-                        summary.find(fact) != std::string::npos ? "kept" : "lost");
+  const SummaryTrimState& last = history.front().values;
+  if (last.summary.empty()) {
+    std::cout << fmt::format(
+        "\nsummary: none yet (the thread's messages are under the {}-token budget)\n",
+        options.summarize_after_tokens);
+  } else {
+    std::cout << fmt::format("\nsummary ({} chars): {}\n", last.summary.size(), last.summary);
   }
-  std::cout << "facts of turns 1-4 in the summary: " << kept << '\n';
+  // Where the facts of the first turns are now: in the summary that replaced those turns, still
+  // in the messages the thread keeps, or lost.
+  std::string where;
+  const char* facts[] = {"Ada", "Lisbon", "Rex", "ship engineer"};  // said at turns 1 to 4
+  for (std::size_t i = 0; i < std::size(facts); ++i) {
+    const std::string fact = facts[i];
+    const bool in_messages =
+        std::any_of(last.messages.begin(), last.messages.end(), [&](const Message& m) {
+          return m.type == MessageType::human && m.text().find(fact) != std::string::npos;
+        });
+    const char* place = done <= i                                      ? "not said yet"
+                        : last.summary.find(fact) != std::string::npos ? "in the summary"
+                        : in_messages                                  ? "in the kept messages"
+                                                                       : "lost";
+    where += fmt::format("{}{} ({})", where.empty() ? "" : ", ", fact, place);
+  }
+  std::cout << "facts of turns 1-4: " << where << '\n';
 }
 
 }  // namespace
+
+SummaryTrimOptions demo_graph_options() {
+  SummaryTrimOptions options;
+  options.summary_options.model_options.max_tokens = 1024;  // LocalModel: room for every fact
+  return options;
+}
 
 void add_demo_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<DemoArgs>();

@@ -4,6 +4,8 @@
 #include <stategraph/reducers/add_messages.hpp>
 #include <stategraph/reducers/message_utils.hpp>
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <memory>
@@ -61,6 +63,7 @@ struct Settings {
   // buffer-string
   std::string human_prefix = "Human";
   std::string ai_prefix = "AI";
+  bool with_tool_calls = false;
 };
 
 void run_add(const Settings& s) {
@@ -125,7 +128,20 @@ void run_merge(const Settings& s) {
 }
 
 void run_buffer_string(const Settings& s) {
-  const auto messages = messages_from_json(read_stdin_json());
+  auto messages = messages_from_json(read_stdin_json());
+  if (s.with_tool_calls) {
+    // LangChain prints only an AI message's text: a message that only calls tools shows as an
+    // empty "AI: " line. Spell the calls out after the text instead.
+    for (Message& m : messages) {
+      if (m.type != MessageType::ai || m.tool_calls.empty()) continue;
+      std::string calls;
+      for (const ToolCall& c : m.tool_calls) {
+        calls += fmt::format("{}{}({})", calls.empty() ? "" : ", ", c.name, c.args.dump());
+      }
+      const std::string text = m.text();
+      m.content = text + (text.empty() ? "" : " ") + "[calls " + calls + "]";
+    }
+  }
   write_json(get_buffer_string(messages, s.human_prefix, s.ai_prefix), s.indent);
 }
 
@@ -187,6 +203,9 @@ void add_messages_command(CLI::App& app, Action& action) {
       "buffer-string", "get_buffer_string: \"Human: ...\\nAI: ...\" as a JSON string");
   buffer->add_option("--human-prefix", settings->human_prefix, "Prefix of human messages");
   buffer->add_option("--ai-prefix", settings->ai_prefix, "Prefix of AI messages");
+  buffer->add_flag("--with-tool-calls", settings->with_tool_calls,
+                   "Append an AI message's tool calls (LangChain prints only the text, so a "
+                   "message that only calls tools is an empty \"AI: \" line)");
   bind(buffer, run_buffer_string);
 }
 

@@ -106,6 +106,25 @@ std::string brief(const json& value, std::size_t width) {
   return text;
 }
 
+/// A stored message on one line: its text, then the tools an AI message calls (which often
+/// has no text), and the call a tool message answers.
+std::string message_line(const json& m) {
+  std::string line = brief(m.value("content", json("")), 80);
+  const json calls = m.value("tool_calls", json::array());
+  if (calls.is_array() && !calls.empty()) {
+    std::string names;
+    for (const auto& c : calls) {
+      names += fmt::format("{}{}({})", names.empty() ? "" : ", ", c.value("name", std::string("?")),
+                           brief(c.value("args", json::object()), 40));
+    }
+    line += fmt::format("{}[calls {}]", line.empty() ? "" : " ", names);
+  }
+  if (m.value("type", std::string()) == "tool" && m.contains("tool_call_id")) {
+    line += fmt::format(" [answers {}]", brief(m["tool_call_id"], 24));
+  }
+  return line;
+}
+
 bool looks_like_messages(const json& value) {
   return value.is_array() && !value.empty() && value.front().is_object() &&
          value.front().contains("type") && value.front().contains("content");
@@ -198,7 +217,7 @@ void show_thread(const ThreadSettings& s) {
       std::cout << fmt::format("  {} ({} messages)\n", channel, value.size());
       for (const auto& m : value) {
         std::cout << fmt::format("    {:<6} {:<12} {}\n", m.value("type", std::string("?")),
-                                 brief(m.value("id", json()), 12), brief(m["content"], 80));
+                                 brief(m.value("id", json()), 12), message_line(m));
       }
     } else {
       std::cout << fmt::format("  {}: {}\n", channel, brief(value, 100));

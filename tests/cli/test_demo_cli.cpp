@@ -49,9 +49,20 @@ TEST_CASE("stategraph demo: a second run continues the thread, facts survive sum
   const auto done = sg::test::run_process(SG_CLI_PATH, {"demo", "--db", db}, "");
   CHECK(done.exit_code == 0);
   CHECK(done.out.find("all 40 turns are done") != std::string::npos);
-  CHECK(done.out.find("summary: Hi. My name is Ada.") != std::string::npos);
-  CHECK(done.out.find("facts of turns 1-4 in the summary: Ada (kept), Lisbon (kept), Rex (kept), "
-                      "ship engineer (kept)") != std::string::npos);
+  CHECK(done.out.find(" chars): Hi. My name is Ada.") != std::string::npos);
+  CHECK(done.out.find("facts of turns 1-4: Ada (in the summary), Lisbon (in the summary), Rex (in "
+                      "the summary), ship engineer (in the summary)") != std::string::npos);
+
+  // Three turns: nothing summarized yet, the facts still in the messages, said so.
+  const auto early =
+      sg::test::run_process(SG_CLI_PATH, {"demo", "--db", dir.sub("early"), "--turns", "3"}, "");
+  INFO(early.out);
+  CHECK(
+      early.out.find("summary: none yet (the thread's messages are under the 384-token budget)") !=
+      std::string::npos);
+  CHECK(early.out.find("facts of turns 1-4: Ada (in the kept messages), Lisbon (in the kept "
+                       "messages), Rex (in the kept messages), ship engineer (not said yet)") !=
+        std::string::npos);
 
   const auto fresh = demo_turns({"demo", "--db", db, "--fresh", "--turns", "1", "--json"});
   REQUIRE(fresh.size() == 1);

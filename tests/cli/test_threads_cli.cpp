@@ -250,3 +250,22 @@ TEST_CASE("threads: clear errors, nothing changed") {
   CHECK(threads.size() == 2);
   CHECK(threads[0]["checkpoints"] == 8);
 }
+
+TEST_CASE("threads show: a tool call and the tool's answer read without the source") {
+  sg::test::TempDir dir;
+  const std::string db = dir.sub("db");
+  {
+    auto app = echo_graph(sg::RocksDbSaver::open(db));
+    sg::Message call = sg::ai("", "call-msg");
+    call.tool_calls.push_back({"call_1", "multiply", {{"a", 6}, {"b", 7}}});
+    sg::Update<Chat> input;
+    input.set<&Chat::messages>(
+        std::vector<sg::Message>{sg::human("6 times 7?"), call, sg::tool("42", "call_1")});
+    app.invoke(std::move(input), thread("tools"));
+  }
+  const auto shown = cli({"threads", "show", "--db", db, "--thread", "tools"});
+  INFO(shown.out);
+  CHECK(shown.exit_code == 0);
+  CHECK(shown.out.find(R"(call-msg     [calls multiply({"a":6,"b":7})])") != std::string::npos);
+  CHECK(shown.out.find("42 [answers call_1]") != std::string::npos);
+}
