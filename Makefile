@@ -30,7 +30,8 @@ test-asan: deps
 	cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSG_SANITIZE=address,undefined \
 	  -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
-	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 ctest --output-on-failure -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
+	  ctest --output-on-failure -j $(JOBS)
 
 # The executor, checkpoint and store suites (TSAN_TESTS, a ctest regex) built with ThreadSanitizer.
 test-tsan: deps
@@ -59,17 +60,17 @@ format:
 format-check: deps
 	git ls-files '*.cpp' '*.hpp' | xargs clang-format --dry-run -Werror
 
-# The naming rules of .clang-tidy on the library sources (configures build/ for its compile
-# commands). Not the files that include the executor's coroutine parts (async.hpp, through
+# The naming rules of .clang-tidy on the library sources (configures build-tidy/, per-file
+# compile commands, without building). Not the files that include the executor's coroutine parts (async.hpp, through
 # compiled_graph.hpp in the CLI): clang 14 does not give Boost.Asio its coroutine support.
 TIDY_SKIP := core/src/executor/async.cpp cli/src/demo_command.cpp cli/src/chat_command.cpp \
   cli/src/builtin_graphs.cpp cli/src/graph_command.cpp
 tidy: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS) \
-	  > /dev/null
+	cmake -S . -B build-tidy -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_UNITY_BUILD=OFF \
+	  -DSG_BUILD_TESTS=OFF -DSG_BUILD_EXAMPLES=OFF $(CMAKE_ARGS) > /dev/null
 	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' \
 	  'cli/src/*.cpp' | grep -v -F -x $(addprefix -e ,$(TIDY_SKIP)) | \
-	  xargs -P $(JOBS) -n 1 clang-tidy -p $(BUILD_DIR) --quiet
+	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
 
 clean:
-	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) build-bench
+	rm -rf $(BUILD_DIR) $(ASAN_DIR) $(TSAN_DIR) build-bench build-tidy

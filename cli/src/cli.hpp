@@ -2,13 +2,15 @@
 
 // Shared pieces of the stategraph command-line tool.
 
-#include <stategraph/nodes/summarize_trim.hpp>
-
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <functional>
 #include <string>
+
+namespace sg {
+struct SummaryTrimOptions;  // <stategraph/nodes/summarize_trim.hpp>, which brings the executor
+}  // namespace sg
 
 namespace sg::cli {
 

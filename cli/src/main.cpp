@@ -58,13 +58,13 @@ int main(int argc, char** argv) {
       "NO_COLOR set. A real model: set OPENAI_BASE_URL (and OPENAI_API_KEY, STATEGRAPH_MODEL).");
   app.require_subcommand(1);
   sg::cli::Action action;
-  sg::cli::add_messages_command(app, action);
-  sg::cli::add_threads_command(app, action);
-  sg::cli::add_store_command(app, action);
   sg::cli::add_demo_command(app, action);
   sg::cli::add_chat_command(app, action);
-  sg::cli::add_completion_command(app, action);
   sg::cli::add_graph_command(app, action);
+  sg::cli::add_threads_command(app, action);
+  sg::cli::add_store_command(app, action);
+  sg::cli::add_messages_command(app, action);
+  sg::cli::add_completion_command(app, action);
 
   try {
     app.parse(argc, argv);
