@@ -2,13 +2,7 @@
 # Runs examples/delete_messages: a node that removes all but the last two messages (the fact of
 # turn 1 is answered at turn 2 and forgotten at turn 3), then update_state removing one message
 # by id, then every message (REMOVE_ALL), then an unknown id (an error; nothing changes).
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
+. "$(dirname "$0")/check.sh" "$1"
 cat > "$dir/want" <<'WANT'
 == delete_messages node (keeps the last two)
 turn 1: My name is Ada. -> Noted: my name is Ada.

@@ -2,13 +2,7 @@
 # Runs examples/human_in_the_loop: interrupt() in human_review_node stops each run before the
 # tool runs; get_state shows the pending interrupt; Command{resume} approves the tool call on one
 # thread and edits its arguments on another.
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
+. "$(dirname "$0")/check.sh" "$1"
 value='{"args":{"city":"San Francisco"},"question":"Is this correct?","tool":"weather_search"}'
 cat > "$dir/want" <<WANT
 == approve the tool call

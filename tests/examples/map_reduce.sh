@@ -1,17 +1,7 @@
 #!/bin/sh
 # Runs examples/map_reduce: one Send per subject fans out to generate_joke (three tasks of one
 # superstep), sg::concat joins their jokes in Send order, best_joke reduces them.
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
-has() { grep -qxF "$1" "$dir/out" || fail "missing line: $1
---- output:
-$(cat "$dir/out")"; }
-
+. "$(dirname "$0")/check.sh" "$1"
 has 'step 1 generate_topics: {"subjects":["lions","elephants","penguins"]}'
 # The three workers run in the same superstep (their updates stream in completion order).
 [ "$(grep -c '^step 2 generate_joke: {"jokes":\["Why did the ' "$dir/out")" = 3 ] ||

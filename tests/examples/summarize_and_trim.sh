@@ -2,17 +2,7 @@
 # Runs examples/summarize_and_trim: sg::summarize_and_trim_graph on LocalModel over nine turns of
 # one thread. The thread is summarized and cut twice (turns 5 and 8); the facts of turns 1-3 then
 # live only in the summary, and the last turns' questions about them are answered from it.
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
-has() { grep -qxF "$1" "$dir/out" || fail "missing line: $1
---- output:
-$(cat "$dir/out")"; }
-
+. "$(dirname "$0")/check.sh" "$1"
 has 'turn 1: Hi! My name is Ada. -> Noted: my name is Ada.'
 has 'turn 4: On Monday I repaired a pump. -> Noted: on Monday I repaired a pump.'
 has '  model read 6 messages (67 tokens); thread keeps 8 messages (89 tokens)'

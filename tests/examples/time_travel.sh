@@ -2,16 +2,7 @@
 # Runs examples/time_travel: a thread's checkpoint history, a replay from the checkpoint before
 # write_joke (only write_joke runs again, on a new branch) and a fork made with update_state at
 # that checkpoint (the changed topic reaches the joke); checks the checkpoint ids link up.
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
-has() { grep -qxF "$1" "$dir/out" || fail "missing line: $1
---- output:
-$(cat "$dir/out")"; }
+. "$(dirname "$0")/check.sh" "$1"
 # The output with every checkpoint id replaced by ID.
 uuid='[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 sed -E "s/$uuid/ID/g" "$dir/out" > "$dir/plain"

@@ -2,17 +2,7 @@
 # Runs examples/trim_messages: the chat node sends the model the system prompt plus the latest
 # messages within 64 tokens (strategy last, start_on human, include_system) while the thread
 # keeps everything; the dog (in the window) is answered, the name (trimmed away) is not.
-set -eu
-prog=$1
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-"$prog" > "$dir/out" || fail "exit status $?: $(cat "$dir/out")"
-has() { grep -qxF "$1" "$dir/out" || fail "missing line: $1
---- output:
-$(cat "$dir/out")"; }
-
+. "$(dirname "$0")/check.sh" "$1"
 sys='[system: You are a helpful assistant.]'
 # While the conversation fits, the model sees all of it.
 has 'turn 1: My name is Ada. -> Noted: my name is Ada.'
