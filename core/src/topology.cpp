@@ -310,6 +310,32 @@ std::string draw_mermaid(const GraphSpec& spec) {
   return out.str();
 }
 
+nlohmann::json draw_json(const GraphSpec& spec) {
+  const Shape shape(spec, ShapeUse::draw);
+  const Graph& g = shape.graph();
+  const auto schema_node = [](const std::string& name) {
+    return nlohmann::json{{"id", name}, {"type", "schema"}, {"data", name}};
+  };
+  nlohmann::json nodes = nlohmann::json::array({schema_node(START)});
+  for (const auto& node : spec.nodes) {
+    nodes.push_back({{"id", node.name},
+                     {"type", "runnable"},
+                     {"data", {{"id", {"stategraph", "Node"}}, {"name", node.name}}},
+                     {"metadata", nlohmann::json::object()}});
+  }
+  nodes.push_back(schema_node(END));
+  nlohmann::json edges = nlohmann::json::array();
+  for (auto [it, end] = boost::edges(g); it != end; ++it) {
+    const auto& props = g[*it];
+    nlohmann::json edge = {{"source", shape.name(boost::source(*it, g))},
+                           {"target", shape.name(boost::target(*it, g))},
+                           {"conditional", props.conditional}};
+    if (!props.label.empty()) edge["data"] = props.label;
+    edges.push_back(std::move(edge));
+  }
+  return {{"nodes", std::move(nodes)}, {"edges", std::move(edges)}};
+}
+
 std::string draw_dot(const GraphSpec& spec) {
   const Shape shape(spec, ShapeUse::draw);
   const Graph& g = shape.graph();

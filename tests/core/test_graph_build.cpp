@@ -233,6 +233,23 @@ TEST_CASE("mermaid and dot drawings") {
   CHECK(dot.find("agent->tools [style=dashed, label=continue]") != std::string::npos);  // names
   CHECK(dot.find("__start__->agent ;") != std::string::npos);
   CHECK(app.nodes() == std::vector<std::string>{"agent", "tools", "summarize"});
+
+  // As LangGraph's get_graph().to_json() (the server's GET /assistants/{id}/graph).
+  const nlohmann::json drawn = app.draw_json();
+  std::vector<std::string> ids;
+  for (const auto& n : drawn["nodes"]) ids.push_back(n["id"]);
+  CHECK(ids == std::vector<std::string>{"__start__", "agent", "tools", "summarize", "__end__"});
+  CHECK(drawn["nodes"][1]["type"] == "runnable");
+  CHECK(drawn["nodes"][0]["type"] == "schema");
+  CHECK(drawn["edges"].size() == 5);
+  CHECK(std::count(drawn["edges"].begin(), drawn["edges"].end(),
+                   nlohmann::json{{"source", "agent"},
+                                  {"target", "tools"},
+                                  {"conditional", true},
+                                  {"data", "continue"}}) == 1);
+  CHECK(std::count(drawn["edges"].begin(), drawn["edges"].end(),
+                   nlohmann::json{
+                       {"source", "__start__"}, {"target", "agent"}, {"conditional", false}}) == 1);
 }
 
 TEST_CASE("drawings: a node returning a Command shows only its declared destinations") {

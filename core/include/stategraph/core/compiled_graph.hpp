@@ -333,6 +333,9 @@ class CompiledGraph {
   [[nodiscard]] std::string draw_mermaid() const { return detail::draw_mermaid(def_->spec); }
   /// Graphviz DOT (conditional edges dashed).
   [[nodiscard]] std::string draw_dot() const { return detail::draw_dot(def_->spec); }
+  /// The drawing as JSON, as LangGraph's `get_graph().to_json()` and the server's
+  /// `GET /assistants/{id}/graph` give it: nodes (START, END included) and edges.
+  [[nodiscard]] nlohmann::json draw_json() const { return detail::draw_json(def_->spec); }
   /// The node names, in the order they were added.
   [[nodiscard]] std::vector<std::string> nodes() const {
     std::vector<std::string> out;

@@ -3,6 +3,8 @@
 // The state-independent shape of a graph: what StateGraph<S> records, validated and indexed by
 // compile(). Internal to stategraph.
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <map>
 #include <string>
 #include <string_view>
@@ -96,5 +98,8 @@ void check_node_name(std::string_view name);
 [[nodiscard]] std::string draw_mermaid(const GraphSpec& spec);
 /// Graphviz DOT; conditional edges dashed.
 [[nodiscard]] std::string draw_dot(const GraphSpec& spec);
+/// LangGraph's `get_graph().to_json()`: {nodes: [{id, type, data, metadata}], edges: [{source,
+/// target, conditional[, data]}]}, START and END included.
+[[nodiscard]] nlohmann::json draw_json(const GraphSpec& spec);
 
 }  // namespace sg::detail

@@ -1,0 +1,117 @@
+#pragma once
+// stategraph's HTTP server: compiled graphs served over the LangGraph Server API, the API the
+// official SDKs (`@langchain/langgraph-sdk`, `langgraph-sdk`) speak
+// (shared/reference/langgraph-server-api.md).
+//
+//   sg::Server server({.port = 2024});
+//   server.add_graph("agent", sg::served_graph(app));
+//   server.start();                       // serves on background threads until stop()
+//
+// Built on Boost.Beast over Boost.Asio: an idle connection costs no thread. Binds 127.0.0.1 by
+// default; with an API key every request needs a matching `x-api-key` header.
+//
+// Served so far: GET /ok, GET /info, POST /assistants/search, GET /assistants/{id} and
+// GET /assistants/{id}/graph (a system assistant per graph, its id the graph id's uuid5).
+
+#include <stategraph/core/compiled_graph.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace sg {
+
+/// A graph as the server uses it (type-erased over the state type). Make one with
+/// served_graph(). Implementations are thread-safe.
+class ServedGraph {
+ public:
+  virtual ~ServedGraph() = default;
+  /// The drawing as LangGraph's `get_graph().to_json()` (GET /assistants/{id}/graph).
+  [[nodiscard]] virtual nlohmann::json draw_json() const = 0;
+};
+
+namespace detail {
+template <State S>
+class ServedCompiledGraph final : public ServedGraph {
+ public:
+  explicit ServedCompiledGraph(CompiledGraph<S> graph) : graph_(std::move(graph)) {}
+  [[nodiscard]] nlohmann::json draw_json() const override { return graph_.draw_json(); }
+
+ private:
+  CompiledGraph<S> graph_;
+};
+}  // namespace detail
+
+/// `graph` for Server::add_graph. Thread-safe.
+template <State S>
+[[nodiscard]] std::shared_ptr<const ServedGraph> served_graph(CompiledGraph<S> graph) {
+  return std::make_shared<detail::ServedCompiledGraph<S>>(std::move(graph));
+}
+
+/// Settings of a Server.
+struct ServerOptions {
+  /// The address to bind. Anything but a loopback address needs `api_key` (or
+  /// `allow_public_without_key`).
+  std::string host = "127.0.0.1";
+  /// The port; 0 picks a free one (see Server::port()).
+  std::uint16_t port = 2024;
+  /// When not empty, a request without this `x-api-key` header gets 401.
+  std::string api_key{};
+  /// Bind a non-loopback address without an API key.
+  bool allow_public_without_key = false;
+  /// Larger request bodies get 413.
+  std::size_t max_body_bytes = 1U << 20U;
+  /// Larger request headers get 431.
+  std::size_t max_header_bytes = 16U << 10U;
+  /// Connections past this many get 503 and are closed.
+  std::size_t max_connections = 10000;
+  /// A connection that sends nothing for this long is closed.
+  std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
+  /// Threads running the network and the handlers.
+  int threads = 1;
+};
+
+/// The HTTP server. add_graph() before start(); start() and stop() from one thread; port() and
+/// url() from any thread once started.
+class Server {
+ public:
+  /// Throws sg::Error (errc::kInvalidArgument) for options that cannot work (no threads, a zero
+  /// limit).
+  explicit Server(ServerOptions options = {});
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  /// Stops the server.
+  ~Server();
+
+  /// Serves `graph` as `graph_id`, with a system assistant whose id is uuid5(LangGraph's graph
+  /// namespace, graph_id). Throws sg::Error (errc::kInvalidArgument) for an empty or repeated id,
+  /// a null graph, or when the server runs.
+  void add_graph(const std::string& graph_id, std::shared_ptr<const ServedGraph> graph);
+
+  /// Binds and serves on background threads. Throws sg::Error (errc::kInvalidArgument) when the
+  /// address is not loopback and there is no API key (unless allowed), or when binding fails.
+  void start();
+
+  /// Stops accepting, closes the connections and joins the threads. Idempotent.
+  void stop();
+
+  /// The bound port (after start()).
+  [[nodiscard]] std::uint16_t port() const;
+
+  /// "http://HOST:PORT" (after start()).
+  [[nodiscard]] std::string url() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The system assistant id of a graph: uuid5 with LangGraph's graph namespace
+/// (6ba7b821-9dad-11d1-80b4-00c04fd430c8), as the official servers make it ("agent" ->
+/// fe096781-5601-53d2-b2f6-0d3403f7e9ca). Thread-safe.
+[[nodiscard]] std::string system_assistant_id(const std::string& graph_id);
+
+}  // namespace sg

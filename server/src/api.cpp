@@ -1,0 +1,265 @@
+// The LangGraph Server API endpoints, apart from the network (api.hpp).
+#include "api.hpp"
+
+#include <stategraph/core/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+namespace sg::server {
+
+namespace {
+
+using nlohmann::json;
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+/// Percent-decodes `text` ('+' is a space in a query, not in a path).
+std::string decode(std::string_view text, bool query) {
+  std::string out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '%') {
+      const int hi = i + 2 < text.size() ? hex_value(text[i + 1]) : -1;
+      const int lo = i + 2 < text.size() ? hex_value(text[i + 2]) : -1;
+      if (hi < 0 || lo < 0) {
+        throw ApiError{400, fmt::format("malformed percent escape in '{}'", text)};
+      }
+      out += static_cast<char>(hi * 16 + lo);
+      i += 2;
+    } else if (c == '+' && query) {
+      out += ' ';
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+/// An optional integer field of `body` within [low, high]; `fallback` when absent or null.
+std::int64_t int_field(const json& body, const char* name, std::int64_t fallback, std::int64_t low,
+                       std::int64_t high) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer()) {
+    throw ApiError{422, fmt::format("'{}' must be an integer, got {}", name, it->dump())};
+  }
+  const auto value = it->get<std::int64_t>();
+  if (value < low || value > high) {
+    throw ApiError{422,
+                   fmt::format("'{}' must be between {} and {}, got {}", name, low, high, value)};
+  }
+  return value;
+}
+
+/// An optional string field of `body`; empty when absent or null.
+std::string string_field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    throw ApiError{422, fmt::format("'{}' must be a string, got {}", name, it->dump())};
+  }
+  return it->get<std::string>();
+}
+
+/// Whether `object` has every key of `subset` with an equal value (LangGraph's metadata
+/// containment).
+bool contains(const json& object, const json& subset) {
+  for (auto it = subset.begin(); it != subset.end(); ++it) {
+    const auto found = object.find(it.key());
+    if (found == object.end() || *found != it.value()) return false;
+  }
+  return true;
+}
+
+/// Only the `select`ed fields of `object` (all when `select` is empty).
+json selected(const json& object, const std::vector<std::string>& select) {
+  if (select.empty()) return object;
+  json out = json::object();
+  for (const auto& field : select) {
+    if (const auto it = object.find(field); it != object.end()) out[field] = *it;
+  }
+  return out;
+}
+
+}  // namespace
+
+ApiResponse error_response(unsigned status, std::string_view detail) {
+  return json_response(json{{"detail", detail}}, status);
+}
+
+ApiResponse json_response(const json& value, unsigned status) {
+  ApiResponse response;
+  response.status = status;
+  response.body = value.dump(-1, ' ', false, json::error_handler_t::replace);
+  return response;
+}
+
+ApiRequest parse_target(std::string method, std::string_view target, std::string body) {
+  ApiRequest request;
+  request.method = std::move(method);
+  request.body = std::move(body);
+  const auto question = target.find('?');
+  const std::string_view path = target.substr(0, question);
+  std::size_t at = 0;
+  while (at < path.size()) {
+    while (at < path.size() && path[at] == '/') ++at;
+    if (at >= path.size()) break;
+    const auto end = std::min(path.find('/', at), path.size());
+    request.path.push_back(decode(path.substr(at, end - at), false));
+    at = end;
+  }
+  if (question != std::string_view::npos) {
+    std::string_view query = target.substr(question + 1);
+    while (!query.empty()) {
+      const auto amp = std::min(query.find('&'), query.size());
+      const std::string_view pair = query.substr(0, amp);
+      if (!pair.empty()) {
+        const auto eq = pair.find('=');
+        request.query.emplace(
+            decode(pair.substr(0, eq), true),
+            eq == std::string_view::npos ? std::string() : decode(pair.substr(eq + 1), true));
+      }
+      query.remove_prefix(std::min(amp + 1, query.size()));
+    }
+  }
+  return request;
+}
+
+json body_object(const ApiRequest& request) {
+  if (std::all_of(request.body.begin(), request.body.end(),
+                  [](unsigned char c) { return std::isspace(c) != 0; })) {
+    return json::object();
+  }
+  json body = json::parse(request.body, nullptr, false);
+  if (body.is_discarded()) throw ApiError{422, "the request body is not valid JSON"};
+  if (!body.is_object()) {
+    throw ApiError{422,
+                   fmt::format("the request body must be a JSON object, got {}", body.type_name())};
+  }
+  return body;
+}
+
+ApiResponse Api::handle(const ApiRequest& request) const {
+  try {
+    return route(request);
+  } catch (const ApiError& e) {
+    return error_response(e.status, e.detail);
+  } catch (const Error& e) {
+    return error_response(422, e.what());
+  } catch (const json::exception& e) {
+    return error_response(422, e.what());
+  } catch (const std::exception& e) {
+    return error_response(500, e.what());
+  }
+}
+
+ApiResponse Api::route(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  const auto allow = [&](std::initializer_list<const char*> methods) {
+    for (const char* method : methods) {
+      if (m == method) return;
+    }
+    throw ApiError{405, fmt::format("{} is not allowed on /{}", m, fmt::join(p, "/"))};
+  };
+  if (p.size() == 1 && p[0] == "ok") {
+    allow({"GET"});
+    return json_response({{"ok", true}});
+  }
+  if (p.size() == 1 && p[0] == "info") {
+    allow({"GET"});
+    return json_response({{"version", "0.1.0"},
+                          {"context", "cpp"},
+                          {"flags", {{"assistants", true}, {"crons", false}}}});
+  }
+  if (!p.empty() && p[0] == "assistants") {
+    if (p.size() == 2 && p[1] == "search") {
+      allow({"POST"});
+      return search_assistants(request);
+    }
+    if (p.size() == 2) {
+      allow({"GET"});
+      return json_response(assistant(p[1]).assistant);
+    }
+    if (p.size() == 3 && p[2] == "graph") {
+      allow({"GET"});
+      return json_response(assistant(p[1]).graph->draw_json());
+    }
+  }
+  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+}
+
+const GraphEntry& Api::assistant(const std::string& id) const {
+  for (const auto& g : graphs_) {
+    if (g.assistant["assistant_id"] == id || g.graph_id == id) return g;
+  }
+  throw ApiError{404, fmt::format("assistant '{}' not found", id)};
+}
+
+ApiResponse Api::search_assistants(const ApiRequest& request) const {
+  const json body = body_object(request);
+  const auto limit = int_field(body, "limit", 10, 1, 1000);
+  const auto offset = int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max());
+  const std::string graph_id = string_field(body, "graph_id");
+  const std::string name = string_field(body, "name");
+  const json metadata = body.value("metadata", json::object());
+  if (!metadata.is_object() && !metadata.is_null()) {
+    throw ApiError{422, "'metadata' must be an object"};
+  }
+  std::string sort_by = string_field(body, "sort_by");
+  if (sort_by.empty()) sort_by = "created_at";
+  static const std::vector<std::string> kSortable{"assistant_id", "graph_id", "name", "created_at",
+                                                  "updated_at"};
+  if (std::find(kSortable.begin(), kSortable.end(), sort_by) == kSortable.end()) {
+    throw ApiError{422, fmt::format("'sort_by' must be one of {}, got '{}'",
+                                    fmt::join(kSortable, ", "), sort_by)};
+  }
+  std::string order = string_field(body, "sort_order");
+  if (order.empty()) order = "desc";
+  if (order != "asc" && order != "desc") {
+    throw ApiError{422, fmt::format("'sort_order' must be asc or desc, got '{}'", order)};
+  }
+  std::vector<std::string> select;
+  if (const auto it = body.find("select"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) throw ApiError{422, "'select' must be an array of field names"};
+    for (const auto& field : *it) {
+      if (!field.is_string()) throw ApiError{422, "'select' must be an array of field names"};
+      select.push_back(field.get<std::string>());
+    }
+  }
+
+  std::vector<const json*> found;
+  for (const auto& g : graphs_) {
+    const json& a = g.assistant;
+    if (!graph_id.empty() && a["graph_id"] != graph_id) continue;
+    if (!name.empty() && a["name"] != name) continue;
+    if (metadata.is_object() && !contains(a["metadata"], metadata)) continue;
+    found.push_back(&a);
+  }
+  std::stable_sort(found.begin(), found.end(), [&](const json* a, const json* b) {
+    return order == "asc" ? (*a)[sort_by] < (*b)[sort_by] : (*b)[sort_by] < (*a)[sort_by];
+  });
+  json page = json::array();
+  const auto total = static_cast<std::int64_t>(found.size());
+  for (std::int64_t i = offset; i < total && i < offset + limit; ++i) {
+    page.push_back(selected(*found[static_cast<std::size_t>(i)], select));
+  }
+  ApiResponse response = json_response(page);
+  response.headers.emplace_back("X-Pagination-Total", std::to_string(total));
+  if (offset + limit < total) {
+    response.headers.emplace_back("X-Pagination-Next", std::to_string(offset + limit));
+  }
+  return response;
+}
+
+}  // namespace sg::server

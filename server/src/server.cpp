@@ -1,0 +1,266 @@
+// sg::Server: the network side (Boost.Beast on Boost.Asio coroutines); the endpoints are in
+// api.cpp.
+#include <stategraph/core/error.hpp>
+#include <stategraph/core/time.hpp>
+#include <stategraph/server/server.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/uuid/name_generator_sha1.hpp>
+#include <boost/uuid/string_generator.hpp>
+#include <boost/uuid/uuid_io.hpp>
+#include <fmt/format.h>
+
+#include <atomic>
+#include <thread>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
+
+#include "api.hpp"
+
+// g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
+// (GCC bug 109224).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace sg {
+
+namespace {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = net::ip::tcp;
+
+/// Compares without an early exit, so that the time taken does not tell how much of a key
+/// matched.
+bool same_secret(std::string_view a, std::string_view b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
+  }
+  return diff == 0;
+}
+
+bool is_loopback(const std::string& host) {
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(host, ec);
+  return !ec && address.is_loopback();
+}
+
+}  // namespace
+
+std::string system_assistant_id(const std::string& graph_id) {
+  // LangGraph's NAMESPACE_GRAPH (not one of RFC 4122's namespaces).
+  static const boost::uuids::uuid kGraphNamespace =
+      boost::uuids::string_generator()("6ba7b821-9dad-11d1-80b4-00c04fd430c8");
+  return boost::uuids::to_string(boost::uuids::name_generator_sha1(kGraphNamespace)(graph_id));
+}
+
+struct Server::Impl {
+  ServerOptions options;
+  std::vector<server::GraphEntry> graphs;
+  std::unique_ptr<server::Api> api;
+  net::io_context io;
+  tcp::acceptor acceptor{io};
+  std::vector<std::thread> threads;
+  std::atomic<std::size_t> connections{0};
+  bool running = false;
+
+  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+
+  /// The response to a request that passed the network checks.
+  [[nodiscard]] server::ApiResponse answer(const http::request<http::string_body>& req) const {
+    if (!options.api_key.empty()) {
+      const auto key = req.find("x-api-key");
+      if (key == req.end() ||
+          !same_secret({key->value().data(), key->value().size()}, options.api_key)) {
+        return server::error_response(401, "missing or wrong x-api-key header");
+      }
+    }
+    server::ApiRequest request;
+    try {
+      request = server::parse_target(std::string(req.method_string()),
+                                     {req.target().data(), req.target().size()}, req.body());
+    } catch (const server::ApiError& e) {
+      return server::error_response(e.status, e.detail);
+    }
+    return api->handle(request);
+  }
+
+  static http::response<http::string_body> to_http(server::ApiResponse&& r, unsigned version,
+                                                   bool keep_alive) {
+    http::response<http::string_body> res{static_cast<http::status>(r.status), version};
+    res.set(http::field::server, "stategraph");
+    res.set(http::field::content_type, r.content_type);
+    for (auto& [name, value] : r.headers) res.set(name, value);
+    res.keep_alive(keep_alive);
+    res.body() = std::move(r.body);
+    res.prepare_payload();
+    return res;
+  }
+
+  net::awaitable<void> session(beast::tcp_stream stream) {
+    beast::flat_buffer buffer;
+    boost::system::error_code ec;
+    for (;;) {
+      http::request_parser<http::string_body> parser;
+      parser.body_limit(options.max_body_bytes);
+      parser.header_limit(static_cast<std::uint32_t>(options.max_header_bytes));
+      stream.expires_after(options.idle_timeout);
+      co_await http::async_read(stream, buffer, parser,
+                                net::redirect_error(net::use_awaitable, ec));
+      if (ec == http::error::end_of_stream || ec == beast::error::timeout ||
+          ec == net::error::operation_aborted || ec == net::error::connection_reset ||
+          ec == net::error::eof) {
+        break;
+      }
+      if (ec) {
+        // A request the parser refused: say why, then close (the rest of it is unread).
+        const unsigned status = ec == http::error::body_limit     ? 413
+                                : ec == http::error::header_limit ? 431
+                                                                  : 400;
+        auto res =
+            to_http(server::error_response(status, fmt::format("bad request: {}", ec.message())),
+                    11, false);
+        stream.expires_after(std::chrono::seconds(5));
+        co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+        break;
+      }
+      const http::request<http::string_body>& req = parser.get();
+      const bool keep_alive = req.keep_alive();
+      auto res = to_http(answer(req), req.version(), keep_alive);
+      stream.expires_after(options.idle_timeout);
+      co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+      if (ec || !keep_alive) break;
+    }
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.close();
+    --connections;
+  }
+
+  net::awaitable<void> refuse(beast::tcp_stream stream) {
+    boost::system::error_code ec;
+    auto res = to_http(server::error_response(503, "too many connections"), 11, false);
+    stream.expires_after(std::chrono::seconds(5));
+    co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream.close();
+    --connections;
+  }
+
+  net::awaitable<void> accept_loop() {
+    for (;;) {
+      boost::system::error_code ec;
+      tcp::socket socket = co_await acceptor.async_accept(
+          net::make_strand(io), net::redirect_error(net::use_awaitable, ec));
+      if (ec == net::error::operation_aborted || !acceptor.is_open()) co_return;
+      if (ec) continue;  // a connection that failed while being accepted
+      socket.set_option(tcp::no_delay(true), ec);
+      auto executor = socket.get_executor();
+      beast::tcp_stream stream(std::move(socket));
+      const std::size_t open = ++connections;
+      if (open > options.max_connections) {
+        net::co_spawn(executor, refuse(std::move(stream)), net::detached);
+      } else {
+        net::co_spawn(executor, session(std::move(stream)), net::detached);
+      }
+    }
+  }
+};
+
+Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(options))) {
+  const ServerOptions& o = impl_->options;
+  if (o.threads < 1) throw Error(errc::kInvalidArgument, "the server needs at least one thread");
+  if (o.max_body_bytes == 0 || o.max_header_bytes == 0 || o.max_connections == 0 ||
+      o.idle_timeout.count() <= 0) {
+    throw Error(errc::kInvalidArgument,
+                "server limits (body, header, connections, idle timeout) must be positive");
+  }
+}
+
+Server::~Server() {
+  stop();
+}
+
+void Server::add_graph(const std::string& graph_id, std::shared_ptr<const ServedGraph> graph) {
+  if (impl_->running) throw Error(errc::kInvalidArgument, "add_graph after the server started");
+  if (graph_id.empty()) throw Error(errc::kInvalidArgument, "a graph id must not be empty");
+  if (!graph) throw Error(errc::kInvalidArgument, "graph '" + graph_id + "' is null");
+  for (const auto& g : impl_->graphs) {
+    if (g.graph_id == graph_id) {
+      throw Error(errc::kInvalidArgument, "graph '" + graph_id + "' is already served");
+    }
+  }
+  const std::string now = iso_timestamp_now();
+  nlohmann::json assistant = {{"assistant_id", system_assistant_id(graph_id)},
+                              {"graph_id", graph_id},
+                              {"config", nlohmann::json::object()},
+                              {"context", nlohmann::json::object()},
+                              {"metadata", {{"created_by", "system"}}},
+                              {"name", graph_id},
+                              {"description", nullptr},
+                              {"version", 1},
+                              {"created_at", now},
+                              {"updated_at", now}};
+  impl_->graphs.push_back({graph_id, std::move(graph), std::move(assistant)});
+}
+
+void Server::start() {
+  if (impl_->running) return;
+  const ServerOptions& o = impl_->options;
+  if (!is_loopback(o.host) && o.api_key.empty() && !o.allow_public_without_key) {
+    throw Error(errc::kInvalidArgument,
+                "refusing to serve on '" + o.host +
+                    "' without an API key (set one, or allow it explicitly)");
+  }
+  boost::system::error_code ec;
+  const auto address = net::ip::make_address(o.host, ec);
+  if (ec) throw Error(errc::kInvalidArgument, "'" + o.host + "' is not an IP address");
+  const tcp::endpoint endpoint(address, o.port);
+  auto& acceptor = impl_->acceptor;
+  acceptor.open(endpoint.protocol(), ec);
+  if (!ec) acceptor.set_option(tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor.bind(endpoint, ec);
+  if (!ec) acceptor.listen(net::socket_base::max_listen_connections, ec);
+  if (ec) {
+    acceptor.close();
+    throw Error(errc::kInvalidArgument,
+                fmt::format("cannot listen on {}:{}: {}", o.host, o.port, ec.message()));
+  }
+  impl_->api = std::make_unique<server::Api>(impl_->graphs);
+  impl_->io.restart();
+  net::co_spawn(impl_->io, impl_->accept_loop(), net::detached);
+  for (int i = 0; i < o.threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
+  impl_->running = true;
+}
+
+void Server::stop() {
+  if (!impl_->running) return;
+  boost::system::error_code ec;
+  impl_->acceptor.close(ec);
+  impl_->io.stop();
+  for (auto& t : impl_->threads) t.join();
+  impl_->threads.clear();
+  impl_->running = false;
+}
+
+std::uint16_t Server::port() const {
+  boost::system::error_code ec;
+  const auto endpoint = impl_->acceptor.local_endpoint(ec);
+  return ec ? 0 : endpoint.port();
+}
+
+std::string Server::url() const {
+  const std::string& host = impl_->options.host;
+  return fmt::format("http://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host,
+                     port());
+}
+
+}  // namespace sg

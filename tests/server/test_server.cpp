@@ -1,0 +1,243 @@
+// sg::Server over real HTTP on 127.0.0.1: health and info, the system assistants (LangGraph's
+// uuid5 ids, lookup by graph id, search with filters and pagination, the graph drawing), the API
+// key, and bad input at the network level (limits, malformed requests, idle and surplus
+// connections).
+#include <stategraph/server/server.hpp>
+#include <stategraph/stategraph.hpp>
+
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/write.hpp>
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+
+#include "support/http_client.hpp"
+
+using nlohmann::json;
+
+namespace {
+
+/// LangGraph's test graph (the server spec's §0): START -> echo -> END.
+std::shared_ptr<const sg::ServedGraph> echo_graph() {
+  sg::StateGraph<sg::MessagesState> g;
+  g.add_node("echo", [](const sg::MessagesState& s) {
+    return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(
+        sg::ai("echo: " + (s.messages.empty() ? std::string() : s.messages.back().text())));
+  });
+  g.add_edge(sg::START, "echo").add_edge("echo", sg::END);
+  return sg::served_graph(g.compile());
+}
+
+/// A server on a free port serving "agent" and "helper".
+struct Served {
+  explicit Served(sg::ServerOptions options = {})
+      : server([&] {
+          options.port = 0;
+          return options;
+        }()) {
+    server.add_graph("agent", echo_graph());
+    server.add_graph("helper", echo_graph());
+    server.start();
+  }
+  sg::test::HttpResult get(const std::string& path, std::vector<std::string> headers = {}) {
+    return sg::test::http_request("GET", server.url() + path, {}, std::move(headers));
+  }
+  sg::test::HttpResult post(const std::string& path, const std::string& body) {
+    return sg::test::http_request("POST", server.url() + path, body);
+  }
+  sg::Server server;
+};
+
+/// Writes `bytes` on a new connection and reads until the server closes it (or 5 s pass).
+std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket socket(io);
+  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
+  boost::asio::write(socket, boost::asio::buffer(bytes));
+  std::string out;
+  boost::system::error_code ec;
+  char chunk[4096];
+  for (;;) {
+    const std::size_t n = socket.read_some(boost::asio::buffer(chunk), ec);
+    out.append(chunk, n);
+    if (ec) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("server: a system assistant's id is uuid5 of the graph id, as LangGraph's servers") {
+  CHECK(sg::system_assistant_id("agent") == "fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+}
+
+TEST_CASE("server: /ok, /info, unknown routes and methods") {
+  Served s;
+  const auto ok = s.get("/ok");
+  CHECK(ok.status == 200);
+  CHECK(json::parse(ok.body) == json{{"ok", true}});
+  CHECK(ok.headers.at("content-type") == "application/json");
+  const auto info = s.get("/info");
+  CHECK(info.status == 200);
+  CHECK(json::parse(info.body)["version"] == "0.1.0");
+  const auto missing = s.get("/nope/x");
+  CHECK(missing.status == 404);
+  CHECK(json::parse(missing.body)["detail"] == "no route for GET /nope/x");
+  const auto wrong = sg::test::http_request("DELETE", s.server.url() + "/assistants/agent");
+  CHECK(wrong.status == 405);
+}
+
+TEST_CASE("server: assistants by uuid or graph id, their graph") {
+  Served s;
+  const auto by_name = s.get("/assistants/agent");
+  REQUIRE(by_name.status == 200);
+  const json a = json::parse(by_name.body);
+  CHECK(a["assistant_id"] == "fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+  CHECK(a["graph_id"] == "agent");
+  CHECK(a["name"] == "agent");
+  CHECK(a["version"] == 1);
+  CHECK(a["metadata"] == json{{"created_by", "system"}});
+  CHECK(a["config"] == json::object());
+  CHECK(a["created_at"].get<std::string>().size() > 10);
+  const auto by_id = s.get("/assistants/fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+  CHECK(json::parse(by_id.body) == a);
+  const auto unknown = s.get("/assistants/00000000-0000-0000-0000-000000000000");
+  CHECK(unknown.status == 404);
+  CHECK(json::parse(unknown.body)["detail"] ==
+        "assistant '00000000-0000-0000-0000-000000000000' not found");
+
+  const auto graph = s.get("/assistants/agent/graph");
+  REQUIRE(graph.status == 200);
+  const json g = json::parse(graph.body);
+  std::vector<std::string> ids;
+  for (const auto& n : g["nodes"]) ids.push_back(n["id"]);
+  CHECK(ids == std::vector<std::string>{"__start__", "echo", "__end__"});
+  CHECK(g["edges"] == json::parse(R"([{"source":"__start__","target":"echo","conditional":false},
+                                      {"source":"echo","target":"__end__","conditional":false}])"));
+}
+
+TEST_CASE("server: assistants search filters, sorts, selects and paginates") {
+  Served s;
+  const auto all = s.post("/assistants/search", R"({"limit":10,"offset":0})");
+  REQUIRE(all.status == 200);
+  CHECK(json::parse(all.body).size() == 2);
+  CHECK(all.headers.at("x-pagination-total") == "2");
+  CHECK(all.headers.count("x-pagination-next") == 0);
+
+  const auto agent = json::parse(s.post("/assistants/search", R"({"graph_id":"agent"})").body);
+  REQUIRE(agent.size() == 1);
+  CHECK(agent[0]["graph_id"] == "agent");
+  CHECK(json::parse(s.post("/assistants/search", R"({"graph_id":"nope"})").body) == json::array());
+  CHECK(json::parse(s.post("/assistants/search", R"({"metadata":{"created_by":"system"}})").body)
+            .size() == 2);
+  CHECK(json::parse(s.post("/assistants/search", R"({"metadata":{"created_by":"user"}})").body)
+            .empty());
+  CHECK(json::parse(s.post("/assistants/search", "").body).size() == 2);  // no body: defaults
+
+  const auto first =
+      s.post("/assistants/search", R"({"limit":1,"sort_by":"graph_id","sort_order":"asc"})");
+  CHECK(json::parse(first.body)[0]["graph_id"] == "agent");
+  CHECK(first.headers.at("x-pagination-next") == "1");
+  const auto second = s.post("/assistants/search",
+                             R"({"limit":1,"offset":1,"sort_by":"graph_id","sort_order":"asc"})");
+  CHECK(json::parse(second.body)[0]["graph_id"] == "helper");
+  const auto selected = s.post("/assistants/search", R"({"graph_id":"agent","select":["name"]})");
+  CHECK(json::parse(selected.body) == json::parse(R"([{"name":"agent"}])"));
+}
+
+TEST_CASE("server: bad search bodies are 422 with the reason") {
+  Served s;
+  const auto check = [&](const std::string& body, const std::string& detail) {
+    const auto r = s.post("/assistants/search", body);
+    INFO(body);
+    CHECK(r.status == 422);
+    CHECK(json::parse(r.body)["detail"] == detail);
+  };
+  check("{", "the request body is not valid JSON");
+  check("[1]", "the request body must be a JSON object, got array");
+  check(R"({"limit":"10"})", R"('limit' must be an integer, got "10")");
+  check(R"({"limit":0})", "'limit' must be between 1 and 1000, got 0");
+  check(R"({"offset":-1})", "'offset' must be between 0 and 2147483647, got -1");
+  check(R"({"graph_id":7})", "'graph_id' must be a string, got 7");
+  check(R"({"sort_by":"color"})",
+        "'sort_by' must be one of assistant_id, graph_id, name, created_at, updated_at, got "
+        "'color'");
+  check(R"({"sort_order":"up"})", "'sort_order' must be asc or desc, got 'up'");
+  check(R"({"select":"name"})", "'select' must be an array of field names");
+  // The server still answers afterwards.
+  CHECK(s.get("/ok").status == 200);
+}
+
+TEST_CASE("server: with an API key, every request needs x-api-key") {
+  Served s({.api_key = "secret"});
+  CHECK(s.get("/ok").status == 401);
+  CHECK(s.get("/assistants/agent", {"x-api-key: wrong"}).status == 401);
+  CHECK(s.get("/assistants/agent", {"x-api-key: secre"}).status == 401);
+  const auto denied = s.get("/ok", {"x-api-key: secretx"});
+  CHECK(denied.status == 401);
+  CHECK(json::parse(denied.body)["detail"] == "missing or wrong x-api-key header");
+  CHECK(s.get("/assistants/agent", {"x-api-key: secret"}).status == 200);
+}
+
+TEST_CASE("server: a public address without an API key is refused, bad options are errors") {
+  sg::Server open({.host = "0.0.0.0", .port = 0});
+  CHECK_THROWS_WITH_AS(open.start(),
+                       "refusing to serve on '0.0.0.0' without an API key (set one, or allow it "
+                       "explicitly)",
+                       sg::Error);
+  sg::Server allowed({.host = "0.0.0.0", .port = 0, .allow_public_without_key = true});
+  CHECK_NOTHROW(allowed.start());
+  allowed.stop();
+  CHECK_THROWS_AS(sg::Server({.threads = 0}), sg::Error);
+  CHECK_THROWS_AS(sg::Server({.max_body_bytes = 0}), sg::Error);
+  sg::Server twice({.port = 0});
+  twice.add_graph("agent", echo_graph());
+  CHECK_THROWS_WITH_AS(twice.add_graph("agent", echo_graph()), "graph 'agent' is already served",
+                       sg::Error);
+  CHECK_THROWS_AS(twice.add_graph("", echo_graph()), sg::Error);
+  CHECK_THROWS_AS(twice.add_graph("x", nullptr), sg::Error);
+}
+
+TEST_CASE("server: limits and malformed requests get a status, then the connection closes") {
+  Served s({.max_body_bytes = 1024, .max_header_bytes = 1024});
+  const auto big = s.post("/assistants/search", "{\"name\":\"" + std::string(2000, 'x') + "\"}");
+  CHECK(big.status == 413);
+  const auto long_header = sg::test::http_request("GET", s.server.url() + "/ok", {},
+                                                  {"X-Big: " + std::string(2000, 'y')});
+  CHECK(long_header.status == 431);
+  const std::string garbage = raw_exchange(s.server.port(), "NOT HTTP AT ALL\r\n\r\n");
+  CHECK(garbage.rfind("HTTP/1.1 400 Bad Request\r\n", 0) == 0);
+  // Two requests on one connection (keep-alive), the second closing it.
+  const std::string two = raw_exchange(s.server.port(),
+                                       "GET /ok HTTP/1.1\r\nHost: x\r\n\r\nGET /info "
+                                       "HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(two.find("{\"ok\":true}") != std::string::npos);
+  CHECK(two.find("\"context\":\"cpp\"") != std::string::npos);
+  // Percent escapes are decoded; a bad one is a 400.
+  CHECK(s.get("/assistants/%61gent").status == 200);
+  CHECK(s.get("/assistants/%zz").status == 400);
+  CHECK(s.get("/ok").status == 200);
+}
+
+TEST_CASE("server: an idle connection is closed, connections past the limit get 503") {
+  Served s({.max_connections = 1, .idle_timeout = std::chrono::milliseconds(300)});
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::socket idle(io);
+  idle.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const std::string refused = raw_exchange(s.server.port(), "GET /ok HTTP/1.1\r\nHost: x\r\n\r\n");
+  CHECK(refused.rfind("HTTP/1.1 503 Service Unavailable\r\n", 0) == 0);
+  // The idle one is closed by the server within its timeout.
+  const auto started = std::chrono::steady_clock::now();
+  char byte = 0;
+  boost::system::error_code ec;
+  (void)idle.read_some(boost::asio::buffer(&byte, 1), ec);
+  CHECK(ec == boost::asio::error::eof);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
+  // With it gone, a new connection is served.
+  CHECK(s.get("/ok").status == 200);
+}
