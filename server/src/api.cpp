@@ -71,16 +71,6 @@ std::string string_field(const json& body, const char* name) {
   return it->get<std::string>();
 }
 
-/// Whether `object` has every key of `subset` with an equal value (LangGraph's metadata
-/// containment).
-bool contains(const json& object, const json& subset) {
-  for (auto it = subset.begin(); it != subset.end(); ++it) {
-    const auto found = object.find(it.key());
-    if (found == object.end() || *found != it.value()) return false;
-  }
-  return true;
-}
-
 /// Only the `select`ed fields of `object` (all when `select` is empty).
 json selected(const json& object, const std::vector<std::string>& select) {
   if (select.empty()) return object;
@@ -92,6 +82,59 @@ json selected(const json& object, const std::vector<std::string>& select) {
 }
 
 }  // namespace
+
+bool contains(const json& object, const json& subset) {
+  if (!subset.is_object()) return true;
+  for (auto it = subset.begin(); it != subset.end(); ++it) {
+    const auto found = object.find(it.key());
+    if (found == object.end() || *found != it.value()) return false;
+  }
+  return true;
+}
+
+SearchPage search_page(const json& body, const std::vector<std::string>& sortable) {
+  SearchPage page;
+  page.limit = int_field(body, "limit", 10, 1, 1000);
+  page.offset = int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max());
+  page.sort_by = string_field(body, "sort_by");
+  if (page.sort_by.empty()) page.sort_by = "created_at";
+  if (std::find(sortable.begin(), sortable.end(), page.sort_by) == sortable.end()) {
+    throw ApiError{422, fmt::format("'sort_by' must be one of {}, got '{}'",
+                                    fmt::join(sortable, ", "), page.sort_by)};
+  }
+  const std::string order = string_field(body, "sort_order");
+  if (!order.empty() && order != "asc" && order != "desc") {
+    throw ApiError{422, fmt::format("'sort_order' must be asc or desc, got '{}'", order)};
+  }
+  page.ascending = order == "asc";
+  if (const auto it = body.find("select"); it != body.end() && !it->is_null()) {
+    if (!it->is_array()) throw ApiError{422, "'select' must be an array of field names"};
+    for (const auto& field : *it) {
+      if (!field.is_string()) throw ApiError{422, "'select' must be an array of field names"};
+      page.select.push_back(field.get<std::string>());
+    }
+  }
+  return page;
+}
+
+ApiResponse paged_response(std::vector<json> items, const SearchPage& page) {
+  std::stable_sort(items.begin(), items.end(), [&](const json& a, const json& b) {
+    const json& x = a.value(page.sort_by, json());
+    const json& y = b.value(page.sort_by, json());
+    return page.ascending ? x < y : y < x;
+  });
+  json out = json::array();
+  const auto total = static_cast<std::int64_t>(items.size());
+  for (std::int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
+    out.push_back(selected(items[static_cast<std::size_t>(i)], page.select));
+  }
+  ApiResponse response = json_response(out);
+  response.headers.emplace_back("X-Pagination-Total", std::to_string(total));
+  if (page.offset + page.limit < total) {
+    response.headers.emplace_back("X-Pagination-Next", std::to_string(page.offset + page.limit));
+  }
+  return response;
+}
 
 ApiResponse error_response(unsigned status, std::string_view detail) {
   return json_response(json{{"detail", detail}}, status);
@@ -182,6 +225,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
                           {"context", "cpp"},
                           {"flags", {{"assistants", true}, {"crons", false}}}});
   }
+  if (!p.empty() && p[0] == "threads") return route_threads(request);
   if (!p.empty() && p[0] == "assistants") {
     if (p.size() == 2 && p[1] == "search") {
       allow({"POST"});
@@ -208,58 +252,37 @@ const GraphEntry& Api::assistant(const std::string& id) const {
 
 ApiResponse Api::search_assistants(const ApiRequest& request) const {
   const json body = body_object(request);
-  const auto limit = int_field(body, "limit", 10, 1, 1000);
-  const auto offset = int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max());
+  const SearchPage page =
+      search_page(body, {"assistant_id", "graph_id", "name", "created_at", "updated_at"});
   const std::string graph_id = string_field(body, "graph_id");
   const std::string name = string_field(body, "name");
   const json metadata = body.value("metadata", json::object());
   if (!metadata.is_object() && !metadata.is_null()) {
     throw ApiError{422, "'metadata' must be an object"};
   }
-  std::string sort_by = string_field(body, "sort_by");
-  if (sort_by.empty()) sort_by = "created_at";
-  static const std::vector<std::string> kSortable{"assistant_id", "graph_id", "name", "created_at",
-                                                  "updated_at"};
-  if (std::find(kSortable.begin(), kSortable.end(), sort_by) == kSortable.end()) {
-    throw ApiError{422, fmt::format("'sort_by' must be one of {}, got '{}'",
-                                    fmt::join(kSortable, ", "), sort_by)};
-  }
-  std::string order = string_field(body, "sort_order");
-  if (order.empty()) order = "desc";
-  if (order != "asc" && order != "desc") {
-    throw ApiError{422, fmt::format("'sort_order' must be asc or desc, got '{}'", order)};
-  }
-  std::vector<std::string> select;
-  if (const auto it = body.find("select"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) throw ApiError{422, "'select' must be an array of field names"};
-    for (const auto& field : *it) {
-      if (!field.is_string()) throw ApiError{422, "'select' must be an array of field names"};
-      select.push_back(field.get<std::string>());
-    }
-  }
-
-  std::vector<const json*> found;
+  std::vector<json> found;
   for (const auto& g : graphs_) {
     const json& a = g.assistant;
     if (!graph_id.empty() && a["graph_id"] != graph_id) continue;
     if (!name.empty() && a["name"] != name) continue;
-    if (metadata.is_object() && !contains(a["metadata"], metadata)) continue;
-    found.push_back(&a);
+    if (!contains(a["metadata"], metadata)) continue;
+    found.push_back(a);
   }
-  std::stable_sort(found.begin(), found.end(), [&](const json* a, const json* b) {
-    return order == "asc" ? (*a)[sort_by] < (*b)[sort_by] : (*b)[sort_by] < (*a)[sort_by];
-  });
-  json page = json::array();
-  const auto total = static_cast<std::int64_t>(found.size());
-  for (std::int64_t i = offset; i < total && i < offset + limit; ++i) {
-    page.push_back(selected(*found[static_cast<std::size_t>(i)], select));
+  return paged_response(std::move(found), page);
+}
+
+ApiResponse Api::route_threads(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  if (p.size() == 1 && m == "POST") return threads_->create(request);
+  if (p.size() == 2 && p[1] == "search" && m == "POST") return threads_->search(request);
+  if (p.size() == 2) {
+    if (m == "GET") return threads_->get(p[1]);
+    if (m == "PATCH") return threads_->patch(p[1], request);
+    if (m == "DELETE") return threads_->remove(p[1]);
   }
-  ApiResponse response = json_response(page);
-  response.headers.emplace_back("X-Pagination-Total", std::to_string(total));
-  if (offset + limit < total) {
-    response.headers.emplace_back("X-Pagination-Next", std::to_string(offset + limit));
-  }
-  return response;
+  throw ApiError{p.size() <= 2 ? 405u : 404u,
+                 fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
 }
 
 }  // namespace sg::server

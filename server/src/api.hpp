@@ -1,10 +1,13 @@
 #pragma once
 // The server's request handling, apart from the network: a parsed request in, a response out.
 #include <stategraph/server/server.hpp>
+#include <stategraph/store/store.hpp>
 
 #include <nlohmann/json.hpp>
 
 #include <map>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -46,6 +49,51 @@ struct ApiError {
 [[nodiscard]] ApiRequest parse_target(std::string method, std::string_view target,
                                       std::string body);
 
+/// The paging and shaping of a search body: limit (1-1000, default 10), offset, sort_by (one
+/// of the sortable fields, default created_at), sort_order (default desc) and select.
+struct SearchPage {
+  std::int64_t limit = 10;
+  std::int64_t offset = 0;
+  std::string sort_by;
+  bool ascending = false;
+  std::vector<std::string> select;
+};
+
+/// Reads the paging fields of a search `body`. Throws ApiError 422 naming a bad field.
+[[nodiscard]] SearchPage search_page(const nlohmann::json& body,
+                                     const std::vector<std::string>& sortable);
+
+/// `items` sorted, paged and selected as `page` says, with the X-Pagination-Total and (when
+/// more follow) X-Pagination-Next headers.
+[[nodiscard]] ApiResponse paged_response(std::vector<nlohmann::json> items, const SearchPage& page);
+
+/// Whether `object` has every key of `subset` with an equal value (LangGraph's metadata
+/// containment).
+[[nodiscard]] bool contains(const nlohmann::json& object, const nlohmann::json& subset);
+
+/// The threads (records in the store, one lock for check-then-write). Thread-safe.
+class ThreadRegistry {
+ public:
+  explicit ThreadRegistry(std::shared_ptr<Store> store);
+  /// POST /threads: {metadata, thread_id, if_exists}.
+  [[nodiscard]] ApiResponse create(const ApiRequest& request);
+  /// GET /threads/{id}.
+  [[nodiscard]] ApiResponse get(const std::string& thread_id) const;
+  /// PATCH /threads/{id}: metadata merged (shallow).
+  [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
+  /// DELETE /threads/{id}: 204.
+  [[nodiscard]] ApiResponse remove(const std::string& thread_id);
+  /// POST /threads/search: {metadata, ids, status, limit, offset, sort_by, sort_order, select}.
+  [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
+
+ private:
+  [[nodiscard]] std::optional<nlohmann::json> find(const std::string& thread_id) const;
+  [[nodiscard]] nlohmann::json require(const std::string& thread_id) const;
+
+  std::shared_ptr<Store> store_;
+  std::mutex mu_;
+};
+
 /// A registered graph and its system assistant.
 struct GraphEntry {
   std::string graph_id;
@@ -56,7 +104,8 @@ struct GraphEntry {
 /// The API over the registered graphs. Thread-safe once built (read-only so far).
 class Api {
  public:
-  explicit Api(std::vector<GraphEntry> graphs) : graphs_(std::move(graphs)) {}
+  Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> store)
+      : graphs_(std::move(graphs)), threads_(std::make_unique<ThreadRegistry>(std::move(store))) {}
 
   /// Answers `request`; never throws (errors become 4xx responses).
   [[nodiscard]] ApiResponse handle(const ApiRequest& request) const;
@@ -66,7 +115,10 @@ class Api {
   [[nodiscard]] const GraphEntry& assistant(const std::string& id) const;
   [[nodiscard]] ApiResponse search_assistants(const ApiRequest& request) const;
 
+  [[nodiscard]] ApiResponse route_threads(const ApiRequest& request) const;
+
   std::vector<GraphEntry> graphs_;
+  std::unique_ptr<ThreadRegistry> threads_;
 };
 
 /// The JSON object of a request body; throws ApiError 422 when the body is not a JSON object

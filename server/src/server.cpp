@@ -3,6 +3,7 @@
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/server.hpp>
+#include <stategraph/store/memory_store.hpp>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -71,6 +72,7 @@ struct Server::Impl {
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
   std::atomic<std::size_t> connections{0};
+  std::uint16_t port = 0;  // bound port, set before the threads start
   bool running = false;
 
   explicit Impl(ServerOptions o) : options(std::move(o)) {}
@@ -98,7 +100,7 @@ struct Server::Impl {
                                                    bool keep_alive) {
     http::response<http::string_body> res{static_cast<http::status>(r.status), version};
     res.set(http::field::server, "stategraph");
-    res.set(http::field::content_type, r.content_type);
+    if (!r.content_type.empty()) res.set(http::field::content_type, r.content_type);
     for (auto& [name, value] : r.headers) res.set(name, value);
     res.keep_alive(keep_alive);
     res.body() = std::move(r.body);
@@ -234,7 +236,9 @@ void Server::start() {
     throw Error(errc::kInvalidArgument,
                 fmt::format("cannot listen on {}:{}: {}", o.host, o.port, ec.message()));
   }
-  impl_->api = std::make_unique<server::Api>(impl_->graphs);
+  if (!impl_->options.store) impl_->options.store = std::make_shared<InMemoryStore>();
+  impl_->port = acceptor.local_endpoint().port();
+  impl_->api = std::make_unique<server::Api>(impl_->graphs, impl_->options.store);
   impl_->io.restart();
   net::co_spawn(impl_->io, impl_->accept_loop(), net::detached);
   for (int i = 0; i < o.threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
@@ -243,18 +247,18 @@ void Server::start() {
 
 void Server::stop() {
   if (!impl_->running) return;
-  boost::system::error_code ec;
-  impl_->acceptor.close(ec);
+  // The acceptor is not thread-safe: close it once no thread runs the io_context any more (its
+  // pending accept then ends with operation_aborted if the server starts again).
   impl_->io.stop();
   for (auto& t : impl_->threads) t.join();
   impl_->threads.clear();
+  boost::system::error_code ec;
+  impl_->acceptor.close(ec);
   impl_->running = false;
 }
 
 std::uint16_t Server::port() const {
-  boost::system::error_code ec;
-  const auto endpoint = impl_->acceptor.local_endpoint(ec);
-  return ec ? 0 : endpoint.port();
+  return impl_->port;
 }
 
 std::string Server::url() const {

@@ -4,6 +4,7 @@
 // connections).
 #include <stategraph/server/server.hpp>
 #include <stategraph/stategraph.hpp>
+#include <stategraph/store/rocksdb_store.hpp>
 
 #include <boost/asio/connect.hpp>
 #include <boost/asio/io_context.hpp>
@@ -16,6 +17,7 @@
 #include <chrono>
 
 #include "support/http_client.hpp"
+#include "support/temp_dir.hpp"
 
 using nlohmann::json;
 
@@ -240,4 +242,77 @@ TEST_CASE("server: an idle connection is closed, connections past the limit get 
   CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(3));
   // With it gone, a new connection is served.
   CHECK(s.get("/ok").status == 200);
+}
+
+TEST_CASE("server: threads are created, read, patched, searched and deleted") {
+  Served s;
+  const auto created = s.post("/threads", R"({"metadata":{}})");
+  REQUIRE(created.status == 200);
+  const json fresh = json::parse(created.body);
+  CHECK(fresh["thread_id"].get<std::string>().size() == 36);
+  CHECK(fresh["status"] == "idle");
+  CHECK(fresh["metadata"] == json::object());
+  CHECK(fresh["values"].is_null());
+
+  const std::string id = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+  const auto mine = s.post("/threads", json{{"thread_id", id}, {"metadata", {{"k", "v"}}}}.dump());
+  REQUIRE(mine.status == 200);
+  CHECK(json::parse(mine.body)["metadata"] == json{{"k", "v"}});
+  // An existing id: 409 by default, the thread unchanged with if_exists do_nothing.
+  const auto again = s.post("/threads", json{{"thread_id", id}, {"metadata", {}}}.dump());
+  CHECK(again.status == 409);
+  CHECK(json::parse(again.body)["detail"] == "thread '" + id + "' already exists");
+  const auto kept = s.post(
+      "/threads",
+      json{{"thread_id", id}, {"if_exists", "do_nothing"}, {"metadata", {{"k", "other"}}}}.dump());
+  CHECK(kept.status == 200);
+  CHECK(json::parse(kept.body) == json::parse(mine.body));
+  CHECK(s.post("/threads", R"({"thread_id":"abc"})").status == 422);
+  CHECK(s.post("/threads", R"({"if_exists":"replace"})").status == 422);
+  CHECK(s.post("/threads", R"({"metadata":[1]})").status == 422);
+
+  CHECK(json::parse(s.get("/threads/" + id).body) == json::parse(mine.body));
+  CHECK(s.get("/threads/00000000-0000-4000-8000-000000000000").status == 404);
+  CHECK(s.get("/threads/abc").status == 422);
+
+  const auto patched = sg::test::http_request("PATCH", s.server.url() + "/threads/" + id,
+                                              R"({"metadata":{"k2":"v2"}})");
+  REQUIRE(patched.status == 200);
+  const json p = json::parse(patched.body);
+  CHECK(p["metadata"] == json{{"k", "v"}, {"k2", "v2"}});
+  CHECK(p["updated_at"] >= p["created_at"]);
+  CHECK(json::parse(s.get("/threads/" + id).body)["metadata"] == p["metadata"]);
+
+  const auto by_metadata = json::parse(s.post("/threads/search", R"({"metadata":{"k":"v"}})").body);
+  REQUIRE(by_metadata.size() == 1);
+  CHECK(by_metadata[0]["thread_id"] == id);
+  const auto by_id = json::parse(s.post("/threads/search", json{{"ids", {id}}}.dump()).body);
+  CHECK(by_id.size() == 1);
+  const auto page = s.post("/threads/search", R"({"limit":1,"status":"idle"})");
+  CHECK(json::parse(page.body).size() == 1);
+  CHECK(page.headers.at("x-pagination-total") == "2");
+  CHECK(page.headers.at("x-pagination-next") == "1");
+  CHECK(s.post("/threads/search", R"({"status":"busy"})").body == "[]");
+
+  const auto deleted = sg::test::http_request("DELETE", s.server.url() + "/threads/" + id);
+  CHECK(deleted.status == 204);
+  CHECK(deleted.body.empty());
+  CHECK(s.get("/threads/" + id).status == 404);
+  CHECK(sg::test::http_request("DELETE", s.server.url() + "/threads/" + id).status == 404);
+  CHECK(json::parse(s.post("/threads/search", "{}").body).size() == 1);
+  CHECK(sg::test::http_request("GET", s.server.url() + "/threads").status == 405);
+}
+
+TEST_CASE("server: threads in a RocksDbStore outlive the server") {
+  sg::test::TempDir dir;
+  const std::string id = "1f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
+  {
+    Served first({.store = sg::RocksDbStore::open(dir.sub("store"))});
+    REQUIRE(first.post("/threads", json{{"thread_id", id}, {"metadata", {{"user", "ada"}}}}.dump())
+                .status == 200);
+  }
+  Served second({.store = sg::RocksDbStore::open(dir.sub("store"))});
+  const auto thread = second.get("/threads/" + id);
+  REQUIRE(thread.status == 200);
+  CHECK(json::parse(thread.body)["metadata"] == json{{"user", "ada"}});
 }

@@ -11,9 +11,11 @@
 // default; with an API key every request needs a matching `x-api-key` header.
 //
 // Served so far: GET /ok, GET /info, POST /assistants/search, GET /assistants/{id} and
-// GET /assistants/{id}/graph (a system assistant per graph, its id the graph id's uuid5).
+// GET /assistants/{id}/graph (a system assistant per graph, its id the graph id's uuid5);
+// POST /threads, POST /threads/search, GET, PATCH and DELETE /threads/{id}.
 
 #include <stategraph/core/compiled_graph.hpp>
+#include <stategraph/store/store.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -72,6 +74,9 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
   /// Threads running the network and the handlers.
   int threads = 1;
+  /// Where the server keeps its threads' records (and, later, the store endpoints' items);
+  /// null: an InMemoryStore. A RocksDbStore keeps them across restarts.
+  std::shared_ptr<Store> store{};
 };
 
 /// The HTTP server. add_graph() before start(); start() and stop() from one thread; port() and
