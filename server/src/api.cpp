@@ -198,7 +198,8 @@ ApiResponse Api::handle(const ApiRequest& request) const {
   } catch (const ApiError& e) {
     return error_response(e.status, e.detail);
   } catch (const Error& e) {
-    return error_response(422, e.what());
+    // Bad input the library refused is the client's; anything else (storage) is the server's.
+    return error_response(e.code() == errc::kInvalidArgument ? 422 : 500, e.what());
   } catch (const json::exception& e) {
     return error_response(422, e.what());
   } catch (const std::exception& e) {
