@@ -61,16 +61,6 @@ std::int64_t int_field(const json& body, const char* name, std::int64_t fallback
   return value;
 }
 
-/// An optional string field of `body`; empty when absent or null.
-std::string string_field(const json& body, const char* name) {
-  const auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return {};
-  if (!it->is_string()) {
-    throw ApiError{422, fmt::format("'{}' must be a string, got {}", name, it->dump())};
-  }
-  return it->get<std::string>();
-}
-
 /// Only the `select`ed fields of `object` (all when `select` is empty).
 json selected(const json& object, const std::vector<std::string>& select) {
   if (select.empty()) return object;
@@ -82,6 +72,38 @@ json selected(const json& object, const std::vector<std::string>& select) {
 }
 
 }  // namespace
+
+std::string string_field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_string()) {
+    throw ApiError{422, fmt::format("'{}' must be a string, got {}", name, it->dump())};
+  }
+  return it->get<std::string>();
+}
+
+std::vector<std::string> string_list_field(const json& body, const char* name,
+                                           std::string_view what) {
+  std::vector<std::string> out;
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return out;
+  const auto fail = [&] {
+    return ApiError{422, fmt::format("'{}' must be an array of {}", name, what)};
+  };
+  if (!it->is_array()) throw fail();
+  for (const auto& item : *it) {
+    if (!item.is_string()) throw fail();
+    out.push_back(item.get<std::string>());
+  }
+  return out;
+}
+
+json metadata_field(const json& body) {
+  const auto it = body.find("metadata");
+  if (it == body.end() || it->is_null()) return json::object();
+  if (!it->is_object()) throw ApiError{422, "'metadata' must be an object"};
+  return *it;
+}
 
 bool contains(const json& object, const json& subset) {
   if (!subset.is_object()) return true;
@@ -107,13 +129,7 @@ SearchPage search_page(const json& body, const std::vector<std::string>& sortabl
     throw ApiError{422, fmt::format("'sort_order' must be asc or desc, got '{}'", order)};
   }
   page.ascending = order == "asc";
-  if (const auto it = body.find("select"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) throw ApiError{422, "'select' must be an array of field names"};
-    for (const auto& field : *it) {
-      if (!field.is_string()) throw ApiError{422, "'select' must be an array of field names"};
-      page.select.push_back(field.get<std::string>());
-    }
-  }
+  page.select = string_list_field(body, "select", "field names");
   return page;
 }
 
@@ -257,10 +273,7 @@ ApiResponse Api::search_assistants(const ApiRequest& request) const {
       search_page(body, {"assistant_id", "graph_id", "name", "created_at", "updated_at"});
   const std::string graph_id = string_field(body, "graph_id");
   const std::string name = string_field(body, "name");
-  const json metadata = body.value("metadata", json::object());
-  if (!metadata.is_object() && !metadata.is_null()) {
-    throw ApiError{422, "'metadata' must be an object"};
-  }
+  const json metadata = metadata_field(body);
   std::vector<json> found;
   for (const auto& g : graphs_) {
     const json& a = g.assistant;

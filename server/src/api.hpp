@@ -49,6 +49,19 @@ struct ApiError {
 [[nodiscard]] ApiRequest parse_target(std::string method, std::string_view target,
                                       std::string body);
 
+/// An optional string field of a request `body`: empty when absent or null. Throws ApiError
+/// 422 naming the field when it is not a string.
+[[nodiscard]] std::string string_field(const nlohmann::json& body, const char* name);
+
+/// An optional array of strings of a request `body` (empty when absent or null). Throws ApiError
+/// 422 "'<name>' must be an array of <what>" otherwise.
+[[nodiscard]] std::vector<std::string> string_list_field(const nlohmann::json& body,
+                                                         const char* name, std::string_view what);
+
+/// The `metadata` object of a request `body` ({} when absent or null). Throws ApiError 422 when
+/// it is not an object.
+[[nodiscard]] nlohmann::json metadata_field(const nlohmann::json& body);
+
 /// The paging and shaping of a search body: limit (1-1000, default 10), offset, sort_by (one
 /// of the sortable fields, default created_at), sort_order (default desc) and select.
 struct SearchPage {

@@ -39,13 +39,6 @@ void require_uuid(std::string_view id, std::string_view what) {
   }
 }
 
-json metadata_field(const json& body) {
-  const auto it = body.find("metadata");
-  if (it == body.end() || it->is_null()) return json::object();
-  if (!it->is_object()) throw ApiError{422, "'metadata' must be an object"};
-  return *it;
-}
-
 }  // namespace
 
 ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> store) : store_(std::move(store)) {}
@@ -66,16 +59,9 @@ json ThreadRegistry::require(const std::string& thread_id) const {
 ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   const json body = body_object(request);
   const json metadata = metadata_field(body);
-  std::string thread_id = body.value("thread_id", json()).is_string()
-                              ? body["thread_id"].get<std::string>()
-                              : std::string();
-  if (body.contains("thread_id") && !body["thread_id"].is_null() &&
-      !body["thread_id"].is_string()) {
-    throw ApiError{422, "'thread_id' must be a string"};
-  }
-  const std::string if_exists = body.value("if_exists", json()).is_string()
-                                    ? body["if_exists"].get<std::string>()
-                                    : std::string("raise");
+  std::string thread_id = string_field(body, "thread_id");
+  std::string if_exists = string_field(body, "if_exists");
+  if (if_exists.empty()) if_exists = "raise";
   if (if_exists != "raise" && if_exists != "do_nothing") {
     throw ApiError{422, fmt::format("'if_exists' must be raise or do_nothing, got {}",
                                     body["if_exists"].dump())};
@@ -128,16 +114,8 @@ ApiResponse ThreadRegistry::search(const ApiRequest& request) const {
   const json body = body_object(request);
   const SearchPage page = search_page(body, {"thread_id", "status", "created_at", "updated_at"});
   const json metadata = metadata_field(body);
-  std::vector<std::string> ids;
-  if (const auto it = body.find("ids"); it != body.end() && !it->is_null()) {
-    if (!it->is_array()) throw ApiError{422, "'ids' must be an array of thread ids"};
-    for (const auto& id : *it) {
-      if (!id.is_string()) throw ApiError{422, "'ids' must be an array of thread ids"};
-      ids.push_back(id.get<std::string>());
-    }
-  }
-  const std::string status =
-      body.value("status", json()).is_string() ? body["status"].get<std::string>() : std::string();
+  const std::vector<std::string> ids = string_list_field(body, "ids", "thread ids");
+  const std::string status = string_field(body, "status");
   std::vector<json> found;
   // Every record, filtered here: fine for thousands of threads; a database index later.
   for (auto& hit : store_->search(
