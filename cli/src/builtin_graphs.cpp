@@ -111,9 +111,7 @@ std::vector<BuiltinGraph> make_registry() {
        "The chat of `stategraph demo`: the model reads a running summary and the recent turns; "
        "long threads are summarized and cut",
        [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {
-         SummaryTrimOptions chat;
-         chat.summary_options.model_options.max_tokens = 1024;  // as `stategraph demo`
-         return summarize_and_trim_graph(model_or_local(options), chat)
+         return summarize_and_trim_graph(model_or_local(options), demo_graph_options())
              .compile(compile_options(options, "summarize_and_trim"));
        }});
   std::sort(graphs.begin(), graphs.end(),
@@ -122,6 +120,12 @@ std::vector<BuiltinGraph> make_registry() {
 }
 
 }  // namespace
+
+SummaryTrimOptions demo_graph_options() {
+  SummaryTrimOptions options;
+  options.summary_options.model_options.max_tokens = 1024;  // LocalModel: room for every fact
+  return options;
+}
 
 const std::vector<BuiltinGraph>& builtin_graphs() {
   static const std::vector<BuiltinGraph> graphs = make_registry();

@@ -41,6 +41,10 @@ struct BuiltinGraph {
   std::function<AnyCompiledGraph(const BuiltinGraphOptions&)> build{};
 };
 
+/// The options of the summarize-and-trim graph that the registry, `demo` and `chat` build (the
+/// library's defaults, with room for every fact in LocalModel's summaries).
+[[nodiscard]] SummaryTrimOptions demo_graph_options();
+
 /// Every built-in graph, sorted by name. Thread-safe.
 [[nodiscard]] const std::vector<BuiltinGraph>& builtin_graphs();
 

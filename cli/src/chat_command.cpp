@@ -20,6 +20,7 @@
 #include <optional>
 #include <thread>
 
+#include "builtin_graphs.hpp"
 #include "cli.hpp"
 
 namespace sg::cli {
@@ -272,13 +273,11 @@ class ChatSession {
     std::cout << fmt::format("{} checkpoints, newest first:\n", history.size());
     for (std::size_t i = 0; i < history.size() && i < kShown; ++i) {
       const auto& h = history[i];
-      std::string next;
-      for (const auto& n : h.next) next += (next.empty() ? "" : ",") + n;
       const bool fork_point = fork_from_ && *fork_from_ == h.config.checkpoint_id;
       std::cout << fmt::format("  {}  step {:>3}  {:<6} msgs {:>2}  next: {}{}\n",
                                h.config.checkpoint_id, h.metadata.value("step", -1),
                                h.metadata.value("source", std::string()), h.values.messages.size(),
-                               next.empty() ? "(done)" : next,
+                               next_text(h.next),
                                fork_point ? "  <- the next message continues here" : "");
     }
     if (history.size() > kShown) {

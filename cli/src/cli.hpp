@@ -7,10 +7,7 @@
 
 #include <functional>
 #include <string>
-
-namespace sg {
-struct SummaryTrimOptions;  // <stategraph/nodes/summarize_trim.hpp>, which brings the executor
-}  // namespace sg
+#include <vector>
 
 namespace sg::cli {
 
@@ -46,12 +43,11 @@ void add_completion_command(CLI::App& app, Action& action);
 /// A bash completion script for `app`'s commands and options, generated from its definition.
 [[nodiscard]] std::string bash_completion(const CLI::App& app);
 
-/// The options of the summarize-and-trim graph that `demo` and `chat` run (the library's
-/// defaults, with room for every fact in LocalModel's summaries).
-[[nodiscard]] SummaryTrimOptions demo_graph_options();
-
 /// `text` on one line (line breaks and tabs become spaces), cut to `max` characters with "...".
 [[nodiscard]] std::string one_line(std::string text, std::size_t max = std::string::npos);
+
+/// The nodes a checkpoint runs next, comma-separated, or "(done)".
+[[nodiscard]] std::string next_text(const std::vector<std::string>& next);
 
 /// Whether to colour the output: stdout is a terminal and NO_COLOR is unset or empty
 /// (no-color.org).

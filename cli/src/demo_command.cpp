@@ -13,6 +13,7 @@
 #include <csignal>
 #include <iostream>
 
+#include "builtin_graphs.hpp"
 #include "cli.hpp"
 
 namespace sg::cli {
@@ -117,11 +118,8 @@ void run_demo(const DemoArgs& args) {
                            args.thread, history.size());
   for (std::size_t i = 0; i < history.size() && i < 5; ++i) {
     const auto& h = history[i];
-    std::string next;
-    for (const auto& n : h.next) next += (next.empty() ? "" : ",") + n;
     std::cout << fmt::format("  step {:>3}  {:<6} next: {}\n", h.metadata.value("step", -1),
-                             h.metadata.value("source", std::string()),
-                             next.empty() ? "(done)" : next);
+                             h.metadata.value("source", std::string()), next_text(h.next));
   }
   if (history.empty()) return;
   // The newest checkpoint ends a finished run: its values are the thread's state.
@@ -153,12 +151,6 @@ void run_demo(const DemoArgs& args) {
 }
 
 }  // namespace
-
-SummaryTrimOptions demo_graph_options() {
-  SummaryTrimOptions options;
-  options.summary_options.model_options.max_tokens = 1024;  // LocalModel: room for every fact
-  return options;
-}
 
 void add_demo_command(CLI::App& app, Action& action) {
   auto args = std::make_shared<DemoArgs>();

@@ -34,6 +34,10 @@ std::string one_line(std::string text, std::size_t max) {
   return text;
 }
 
+std::string next_text(const std::vector<std::string>& next) {
+  return next.empty() ? "(done)" : fmt::format("{}", fmt::join(next, ","));
+}
+
 bool colour_output() {
   const char* no_color = std::getenv("NO_COLOR");
   return isatty(STDOUT_FILENO) == 1 && (no_color == nullptr || *no_color == '\0');

@@ -98,12 +98,7 @@ json tuple_json(const CheckpointTuple& t, bool with_values) {
 }
 
 std::string brief(const json& value, std::size_t width) {
-  std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-  for (char& c : text) {
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
-  }
-  if (text.size() > width) text = text.substr(0, width - 3) + "...";
-  return text;
+  return one_line(value.is_string() ? value.get<std::string>() : value.dump(), width);
 }
 
 /// A stored message on one line: its text, then the tools an AI message calls (which often
