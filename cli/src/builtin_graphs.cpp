@@ -96,6 +96,20 @@ std::vector<BuiltinGraph> make_registry() {
          return g.compile(compile_options(options, "agent"));
        }});
   graphs.push_back(
+      {"interrupt_agent",
+       "Human in the loop: one node, ask, interrupts with a question; resumed with a value, it "
+       "answers \"resumed: \" + the value",
+       [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {
+         StateGraph<MessagesState> g;
+         g.add_node("ask", [](const MessagesState&) {
+           const nlohmann::json answer = interrupt(nlohmann::json{{"question", "what next?"}});
+           return Update<MessagesState>{}.set<&MessagesState::messages>(
+               ai("resumed: " + (answer.is_string() ? answer.get<std::string>() : answer.dump())));
+         });
+         g.add_edge(START, "ask").add_edge("ask", END);
+         return g.compile(compile_options(options, "interrupt_agent"));
+       }});
+  graphs.push_back(
       {"react_agent",
        "The prebuilt ReAct agent (create_react_agent) with two tools, multiply and get_weather",
        [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {

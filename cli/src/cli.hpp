@@ -37,6 +37,10 @@ void add_graph_command(CLI::App& app, Action& action);
 /// the session is stored in `action`.
 void add_chat_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph serve` (the built-in graphs over the LangGraph Server API until SIGINT
+/// or SIGTERM); the server is stored in `action`.
+void add_serve_command(CLI::App& app, Action& action);
+
 /// Registers `stategraph completion bash` (prints bash_completion(app)).
 void add_completion_command(CLI::App& app, Action& action);
 

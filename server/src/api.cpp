@@ -152,6 +152,82 @@ ApiResponse paged_response(std::vector<json> items, const SearchPage& page) {
   return response;
 }
 
+// ---- RunChannel --------------------------------------------------------------------------------
+
+void RunChannel::publish(std::string mode, std::string name, const json& data) {
+  std::unique_lock lock(mu_);
+  events_.push_back({std::move(mode), std::move(name),
+                     data.dump(-1, ' ', false, json::error_handler_t::replace)});
+  wake(lock);
+}
+
+void RunChannel::finish(const json& result) {
+  std::unique_lock lock(mu_);
+  done_ = true;
+  result_ = result.dump(-1, ' ', false, json::error_handler_t::replace);
+  wake(lock);
+}
+
+void RunChannel::wake(std::unique_lock<std::mutex>& lock) {
+  std::vector<std::function<void()>> waiters;
+  waiters.swap(waiters_);
+  lock.unlock();
+  for (auto& notify : waiters) notify();
+}
+
+bool RunChannel::poll(std::size_t from, std::vector<Event>& out, std::string* result,
+                      std::function<void()> notify) {
+  std::lock_guard lock(mu_);
+  for (std::size_t i = from; i < events_.size(); ++i) out.push_back(events_[i]);
+  if (done_) {
+    if (result != nullptr) *result = result_;
+    return true;
+  }
+  if (from >= events_.size() && notify) waiters_.push_back(std::move(notify));
+  return false;
+}
+
+bool RunChannel::done() {
+  std::lock_guard lock(mu_);
+  return done_;
+}
+
+Namespace runs_namespace(const std::string& thread_id) {
+  return {"stategraph", "runs", thread_id};
+}
+
+namespace {
+
+bool is_message_type(const json& type) {
+  if (!type.is_string()) return false;
+  const auto& t = type.get_ref<const std::string&>();
+  return t == "human" || t == "ai" || t == "system" || t == "tool" || t == "AIMessageChunk" ||
+         t == "function" || t == "remove";
+}
+
+}  // namespace
+
+void add_langchain_defaults(json& value) {
+  if (value.is_array()) {
+    for (auto& item : value) add_langchain_defaults(item);
+    return;
+  }
+  if (!value.is_object()) return;
+  const auto type = value.find("type");
+  if (type != value.end() && is_message_type(*type) && value.contains("content")) {
+    if (!value.contains("additional_kwargs")) value["additional_kwargs"] = json::object();
+    if (!value.contains("response_metadata")) value["response_metadata"] = json::object();
+    if (*type == "ai" || *type == "AIMessageChunk") {
+      if (!value.contains("tool_calls")) value["tool_calls"] = json::array();
+      if (!value.contains("invalid_tool_calls")) value["invalid_tool_calls"] = json::array();
+    }
+    return;
+  }
+  for (auto it = value.begin(); it != value.end(); ++it) {
+    if (it->is_structured()) add_langchain_defaults(*it);
+  }
+}
+
 ApiResponse error_response(unsigned status, std::string_view detail) {
   return json_response(json{{"detail", detail}}, status);
 }
@@ -208,14 +284,32 @@ json body_object(const ApiRequest& request) {
   return body;
 }
 
+Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
+         std::shared_ptr<Store> store, std::size_t run_workers)
+    : graphs_(std::move(graphs)),
+      threads_(std::make_unique<ThreadRegistry>(records)),
+      store_(std::move(store)),
+      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), run_workers)) {}
+
+Api::~Api() {
+  shutdown();
+}
+
+void Api::shutdown() {
+  if (runs_) runs_->shutdown();
+}
+
 ApiResponse Api::handle(const ApiRequest& request) const {
   try {
     return route(request);
   } catch (const ApiError& e) {
     return error_response(e.status, e.detail);
+  } catch (const InvalidUpdateError& e) {
+    return error_response(400, e.what());  // an update the graph refuses (update_state)
   } catch (const Error& e) {
     // Bad input the library refused is the client's; anything else (storage) is the server's.
-    return error_response(e.code() == errc::kInvalidArgument ? 422 : 500, e.what());
+    const bool bad_input = e.code() == errc::kInvalidArgument || e.code() == errc::kInvalidMessage;
+    return error_response(bad_input ? 422 : 500, e.what());
   } catch (const json::exception& e) {
     return error_response(422, e.what());
   } catch (const std::exception& e) {
@@ -243,6 +337,17 @@ ApiResponse Api::route(const ApiRequest& request) const {
                           {"flags", {{"assistants", true}, {"crons", false}}}});
   }
   if (!p.empty() && p[0] == "threads") return route_threads(request);
+  if (!p.empty() && p[0] == "store") return route_store(request);
+  if (!p.empty() && p[0] == "runs") {
+    if (p.size() == 1 && m == "POST") return runs_->create({}, request, std::nullopt);
+    if (p.size() == 2 && p[1] == "stream" && m == "POST") {
+      return runs_->create({}, request, RunFollow::Kind::stream);
+    }
+    if (p.size() == 2 && p[1] == "wait" && m == "POST") {
+      return runs_->create({}, request, RunFollow::Kind::result);
+    }
+    if (p.size() == 2 && p[1] == "cancel" && m == "POST") return runs_->cancel_many(request);
+  }
   if (!p.empty() && p[0] == "assistants") {
     if (p.size() == 2 && p[1] == "search") {
       allow({"POST"});
@@ -283,20 +388,6 @@ ApiResponse Api::search_assistants(const ApiRequest& request) const {
     found.push_back(a);
   }
   return paged_response(std::move(found), page);
-}
-
-ApiResponse Api::route_threads(const ApiRequest& request) const {
-  const auto& p = request.path;
-  const std::string& m = request.method;
-  if (p.size() == 1 && m == "POST") return threads_->create(request);
-  if (p.size() == 2 && p[1] == "search" && m == "POST") return threads_->search(request);
-  if (p.size() == 2) {
-    if (m == "GET") return threads_->get(p[1]);
-    if (m == "PATCH") return threads_->patch(p[1], request);
-    if (m == "DELETE") return threads_->remove(p[1]);
-  }
-  throw ApiError{p.size() <= 2 ? 405u : 404u,
-                 fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
 }
 
 }  // namespace sg::server

@@ -5,7 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -24,12 +27,16 @@ struct ApiRequest {
   std::string body;
 };
 
+struct RunFollow;
+
 /// A response: status, body and content type; extra headers in order.
 struct ApiResponse {
   unsigned status = 200;
   std::string body;
   std::string content_type = "application/json";
   std::vector<std::pair<std::string, std::string>> headers;
+  /// Set when the response follows a run (SSE, wait, join): see RunFollow.
+  std::shared_ptr<RunFollow> follow;
 };
 
 /// A failed request: the status and the message of its `{"detail": ...}` body.
@@ -84,27 +91,86 @@ struct SearchPage {
 /// containment).
 [[nodiscard]] bool contains(const nlohmann::json& object, const nlohmann::json& subset);
 
-/// The threads (records in the store, one lock for check-then-write). Thread-safe.
-class ThreadRegistry {
+/// The events of one run as subscribers read them: SSE streams (each from its own position) and
+/// waits for the final result. The run's thread publishes; any thread polls. Thread-safe.
+class RunChannel {
  public:
-  explicit ThreadRegistry(std::shared_ptr<Store> store);
-  /// POST /threads: {metadata, thread_id, if_exists}.
-  [[nodiscard]] ApiResponse create(const ApiRequest& request);
-  /// GET /threads/{id}.
-  [[nodiscard]] ApiResponse get(const std::string& thread_id) const;
-  /// PATCH /threads/{id}: metadata merged (shallow).
-  [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
-  /// DELETE /threads/{id}: 204.
-  [[nodiscard]] ApiResponse remove(const std::string& thread_id);
-  /// POST /threads/search: {metadata, ids, status, limit, offset, sort_by, sort_order, select}.
-  [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
+  /// One event: the stream mode that made it ("" for metadata, error and end: sent in every
+  /// stream), the event name and its JSON data.
+  struct Event {
+    std::string mode;
+    std::string name;
+    std::string data;
+  };
+
+  /// Appends an event and wakes the waiting subscribers.
+  void publish(std::string mode, std::string name, const nlohmann::json& data);
+  /// Ends the run: `result` is the body of wait and join. Wakes the waiting subscribers.
+  void finish(const nlohmann::json& result);
+  /// Copies the events from index `from` on into `out`. When there are none and the run has not
+  /// ended, `notify` is kept and called once (on the publishing thread) at the next event or the
+  /// end. Returns whether the run has ended (then `*result` is its result).
+  bool poll(std::size_t from, std::vector<Event>& out, std::string* result,
+            std::function<void()> notify);
+  /// Whether the run ended.
+  [[nodiscard]] bool done();
 
  private:
-  [[nodiscard]] std::optional<nlohmann::json> find(const std::string& thread_id) const;
-  [[nodiscard]] nlohmann::json require(const std::string& thread_id) const;
+  void wake(std::unique_lock<std::mutex>& lock);
 
-  std::shared_ptr<Store> store_;
   std::mutex mu_;
+  std::vector<Event> events_;
+  bool done_ = false;
+  std::string result_;
+  std::vector<std::function<void()>> waiters_;
+};
+
+/// A response that follows a run: the network side writes it as the run goes.
+struct RunFollow {
+  enum class Kind : std::uint8_t {
+    stream,  ///< SSE: the events from `from` on (of `modes`; all when empty), until the end
+    result,  ///< the run's result as a JSON body once it ends (wait, join)
+    done,    ///< 204 once the run ends (cancel with wait)
+  };
+  Kind kind = Kind::result;
+  std::shared_ptr<RunChannel> channel;
+  std::vector<std::string> modes;
+  std::size_t from = 0;
+  bool event_ids = true;
+  /// Called when the client goes away before the end (cancels the run when asked to); may be
+  /// empty.
+  std::function<void()> on_disconnect;
+};
+
+/// The threads (records in the server's record store, one lock for check-then-write).
+/// Thread-safe.
+class ThreadRegistry {
+ public:
+  explicit ThreadRegistry(std::shared_ptr<Store> records);
+  /// POST /threads: {metadata, thread_id, if_exists}.
+  [[nodiscard]] ApiResponse create(const ApiRequest& request);
+  /// A new idle thread record with `metadata` (or the existing one). Throws ApiError 422 for a
+  /// non-UUID id.
+  nlohmann::json create_record(const std::string& thread_id, const nlohmann::json& metadata);
+  /// The thread record; throws ApiError 422 (not a UUID) or 404.
+  [[nodiscard]] nlohmann::json require(const std::string& thread_id) const;
+  /// The thread record, or nullopt.
+  [[nodiscard]] std::optional<nlohmann::json> find(const std::string& thread_id) const;
+  /// PATCH /threads/{id}: metadata merged (shallow).
+  [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
+  /// Sets the status (and merges `metadata` into the record's); no effect on a deleted thread.
+  void set_status(const std::string& thread_id, std::string_view status,
+                  const nlohmann::json& metadata = nullptr);
+  /// Removes the record; false when there was none.
+  bool remove_record(const std::string& thread_id);
+  /// The records that pass the filters of a POST /threads/search body (not paged).
+  [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
+  /// Every record (for the start-up sweep).
+  [[nodiscard]] std::vector<nlohmann::json> all() const;
+
+ private:
+  std::shared_ptr<Store> records_;
+  mutable std::mutex mu_;
 };
 
 /// A registered graph and its system assistant.
@@ -114,25 +180,120 @@ struct GraphEntry {
   nlohmann::json assistant;  // the Assistant object (§1.5)
 };
 
-/// The API over the registered graphs. Thread-safe once built (read-only so far).
+class RunManager;
+
+/// The API over the registered graphs. Thread-safe.
 class Api {
  public:
-  Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> store)
-      : graphs_(std::move(graphs)), threads_(std::make_unique<ThreadRegistry>(std::move(store))) {}
+  /// `records` keeps threads and runs; `store` serves /store; runs use `run_workers` threads.
+  Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
+      std::size_t run_workers);
+  ~Api();
+  Api(const Api&) = delete;
+  Api& operator=(const Api&) = delete;
 
-  /// Answers `request`; never throws (errors become 4xx responses).
+  /// Answers `request`; never throws (errors become 4xx/5xx responses).
   [[nodiscard]] ApiResponse handle(const ApiRequest& request) const;
+
+  /// Cancels every run and waits for them (before the server stops).
+  void shutdown();
+
+  /// The graph served as `id` (an assistant UUID or a graph id); throws ApiError 404.
+  [[nodiscard]] const GraphEntry& assistant(const std::string& id) const;
+  /// The graph a thread runs on (its metadata's graph_id), or null for a thread that never ran.
+  [[nodiscard]] const GraphEntry* thread_graph(const nlohmann::json& thread) const;
+  /// The Thread object of a record, with `values` and `interrupts` of its latest checkpoint.
+  [[nodiscard]] nlohmann::json thread_view(nlohmann::json thread) const;
 
  private:
   [[nodiscard]] ApiResponse route(const ApiRequest& request) const;
-  [[nodiscard]] const GraphEntry& assistant(const std::string& id) const;
   [[nodiscard]] ApiResponse search_assistants(const ApiRequest& request) const;
-
   [[nodiscard]] ApiResponse route_threads(const ApiRequest& request) const;
+  [[nodiscard]] ApiResponse route_thread_state(const ApiRequest& request,
+                                               const nlohmann::json& thread) const;
+  [[nodiscard]] ApiResponse delete_thread(const std::string& thread_id) const;
+  [[nodiscard]] ApiResponse copy_thread(const std::string& thread_id) const;
+  [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
 
   std::vector<GraphEntry> graphs_;
   std::unique_ptr<ThreadRegistry> threads_;
+  std::shared_ptr<Store> store_;
+  std::unique_ptr<RunManager> runs_;
 };
+
+/// Runs: per-thread queues (one active run per thread), the multitask strategies, the workers
+/// that run graphs, and the run records. Thread-safe.
+class RunManager {
+ public:
+  RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
+             std::size_t workers);
+  ~RunManager();
+  RunManager(const RunManager&) = delete;
+  RunManager& operator=(const RunManager&) = delete;
+
+  /// POST /threads/{id}/runs[/stream|/wait] (thread_id set) and POST /runs[/stream|/wait]
+  /// (stateless). `kind` is how the response follows the run (nullopt: the Run object).
+  [[nodiscard]] ApiResponse create(const std::string& thread_id, const ApiRequest& request,
+                                   std::optional<RunFollow::Kind> kind);
+  /// GET /threads/{id}/runs.
+  [[nodiscard]] ApiResponse list(const std::string& thread_id, const ApiRequest& request) const;
+  /// GET /threads/{id}/runs/{run_id}.
+  [[nodiscard]] ApiResponse get(const std::string& thread_id, const std::string& run_id) const;
+  /// GET .../join and .../stream: follows a run (its result, or its events from now on).
+  [[nodiscard]] ApiResponse join(const std::string& thread_id, const std::string& run_id,
+                                 const ApiRequest& request, RunFollow::Kind kind) const;
+  /// GET /threads/{id}/stream: the events of the thread's active run, if any.
+  [[nodiscard]] ApiResponse join_thread(const std::string& thread_id,
+                                        const ApiRequest& request) const;
+  /// POST .../cancel?wait=&action=interrupt|rollback.
+  [[nodiscard]] ApiResponse cancel(const std::string& thread_id, const std::string& run_id,
+                                   const ApiRequest& request);
+  /// POST /runs/cancel {thread_id, run_ids, status}?action=.
+  [[nodiscard]] ApiResponse cancel_many(const ApiRequest& request);
+  /// DELETE /threads/{id}/runs/{run_id}.
+  [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
+  /// Whether the thread has a pending or running run.
+  [[nodiscard]] bool busy(const std::string& thread_id) const;
+  /// Forgets a deleted thread's runs (cancels active ones). Throws ApiError 409 while busy.
+  void remove_thread(const std::string& thread_id);
+  /// Cancels every run and waits for the workers.
+  void shutdown();
+
+ private:
+  struct Run;
+  struct State;
+  void start_next(const std::string& thread_id);
+  void execute(const std::shared_ptr<Run>& run);
+  void finish(const std::shared_ptr<Run>& run, std::string_view status,
+              const nlohmann::json& result);
+  void save(const Run& run) const;
+
+  const Api& api_;
+  ThreadRegistry& threads_;
+  std::shared_ptr<Store> records_;
+  std::unique_ptr<State> state_;
+};
+
+/// The thread id and run id of a record namespace; the run records of a thread live under
+/// ("stategraph", "runs", thread_id).
+[[nodiscard]] Namespace runs_namespace(const std::string& thread_id);
+
+/// Whether `id` is a UUID (8-4-4-4-12 hex digits).
+[[nodiscard]] bool is_uuid(std::string_view id);
+
+/// Adds the LangChain message fields a client expects and stategraph leaves out when empty
+/// (additional_kwargs, response_metadata; tool_calls and invalid_tool_calls of AI messages) to
+/// every message object inside `value`.
+void add_langchain_defaults(nlohmann::json& value);
+
+/// The ThreadState object of a snapshot (§1.5).
+[[nodiscard]] nlohmann::json thread_state_json(ServedSnapshot snapshot);
+
+/// The state of a thread without checkpoints.
+[[nodiscard]] nlohmann::json empty_thread_state();
+
+/// A 204 response.
+[[nodiscard]] ApiResponse no_content();
 
 /// The JSON object of a request body; throws ApiError 422 when the body is not a JSON object
 /// (an empty body is an empty object).

@@ -1,5 +1,6 @@
 // sg::Server: the network side (Boost.Beast on Boost.Asio coroutines); the endpoints are in
 // api.cpp.
+#include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/server.hpp>
@@ -9,9 +10,13 @@
 #include <boost/asio/detached.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
+#include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -20,7 +25,9 @@
 #include <boost/uuid/uuid_io.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
@@ -38,6 +45,9 @@ namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace http = beast::http;
 using tcp = net::ip::tcp;
+
+/// How often a wait or join response that is still waiting sends a newline.
+constexpr std::chrono::seconds kKeepAliveInterval{10};
 
 /// Compares without an early exit, so that the time taken does not tell how much of a key
 /// matched.
@@ -108,6 +118,151 @@ struct Server::Impl {
     return res;
   }
 
+  /// Writes a response that follows a run (SSE events as they come, or the result when the run
+  /// ends). Returns whether the connection stays usable. A client that goes away, or does not
+  /// read for idle_timeout, ends it (and cancels the run when the request asked for that).
+  net::awaitable<bool> follow_run(beast::tcp_stream& stream, server::ApiResponse& r,
+                                  unsigned version, bool keep_alive) {
+    const std::shared_ptr<server::RunFollow> follow = r.follow;
+    const auto executor = co_await net::this_coro::executor;
+    auto timer = std::make_shared<net::steady_timer>(executor);
+    auto gone = std::make_shared<bool>(false);
+    boost::system::error_code ec;
+    // The client sends nothing while it waits for this response: the socket turns readable
+    // when it closes the connection.
+    tcp::socket& socket = stream.socket();
+    socket.async_wait(tcp::socket::wait_read,
+                      [timer, gone, &socket](boost::system::error_code wait_ec) {
+                        if (wait_ec) return;  // cancelled: the response is complete
+                        boost::system::error_code available_ec;
+                        if (socket.available(available_ec) == 0 || available_ec) {
+                          *gone = true;
+                          timer->cancel();
+                        }
+                      });
+    const auto notify = [timer, executor] { net::post(executor, [timer] { timer->cancel(); }); };
+    const auto wait_for_news = [&]() -> net::awaitable<void> {
+      co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
+    };
+    bool usable = keep_alive;
+    if (follow->kind == server::RunFollow::Kind::stream) {
+      http::response<http::empty_body> res{http::status::ok, version};
+      res.set(http::field::server, "stategraph");
+      res.set(http::field::content_type, "text/event-stream");
+      res.set(http::field::cache_control, "no-cache");
+      for (auto& [name, value] : r.headers) res.set(name, value);
+      res.keep_alive(keep_alive);
+      res.chunked(true);
+      http::response_serializer<http::empty_body> serializer{res};
+      stream.expires_after(options.idle_timeout);
+      co_await http::async_write_header(stream, serializer,
+                                        net::redirect_error(net::use_awaitable, ec));
+      std::size_t next = follow->from;
+      bool done = static_cast<bool>(ec);
+      *gone = *gone || static_cast<bool>(ec);
+      while (!done && !*gone) {
+        std::vector<server::RunChannel::Event> batch;
+        timer->expires_at(net::steady_timer::time_point::max());
+        done = follow->channel->poll(next, batch, nullptr, notify);
+        std::string text;
+        for (const auto& event : batch) {
+          const std::size_t id = next++;
+          if (!event.mode.empty() && !follow->modes.empty() &&
+              std::find(follow->modes.begin(), follow->modes.end(), event.mode) ==
+                  follow->modes.end()) {
+            continue;
+          }
+          text += fmt::format("event: {}\ndata: {}\n", event.name, event.data);
+          if (follow->event_ids) text += fmt::format("id: {}\n", id);
+          text += '\n';
+        }
+        if (!text.empty()) {
+          stream.expires_after(options.idle_timeout);
+          co_await net::async_write(stream, http::make_chunk(net::buffer(text)),
+                                    net::redirect_error(net::use_awaitable, ec));
+          if (ec) *gone = true;
+        } else if (!done && batch.empty()) {  // (a batch of filtered-out events: poll again)
+          stream.expires_never();
+          co_await wait_for_news();
+        }
+      }
+      if (!*gone) {
+        stream.expires_after(options.idle_timeout);
+        co_await net::async_write(stream, http::make_chunk_last(),
+                                  net::redirect_error(net::use_awaitable, ec));
+        if (ec) usable = false;
+      }
+    } else if (follow->kind == server::RunFollow::Kind::result) {
+      // The headers go out at once and a newline every few seconds until the result (as the
+      // official JS server does): a client that limits its concurrent requests is not held up
+      // by a long wait, and a dead client is noticed.
+      http::response<http::empty_body> res{http::status::ok, version};
+      res.set(http::field::server, "stategraph");
+      res.set(http::field::content_type, "application/json");
+      for (auto& [name, value] : r.headers) res.set(name, value);
+      res.keep_alive(keep_alive);
+      res.chunked(true);
+      http::response_serializer<http::empty_body> serializer{res};
+      stream.expires_after(options.idle_timeout);
+      co_await http::async_write_header(stream, serializer,
+                                        net::redirect_error(net::use_awaitable, ec));
+      *gone = *gone || static_cast<bool>(ec);
+      std::string result;
+      std::vector<server::RunChannel::Event> none;
+      while (!*gone) {
+        timer->expires_after(kKeepAliveInterval);
+        if (follow->channel->poll(std::numeric_limits<std::size_t>::max(), none, &result, notify)) {
+          break;
+        }
+        stream.expires_never();
+        co_await wait_for_news();
+        if (!ec && !*gone) {  // the interval passed: a keep-alive newline
+          stream.expires_after(options.idle_timeout);
+          co_await net::async_write(stream, http::make_chunk(net::buffer("\n", 1)),
+                                    net::redirect_error(net::use_awaitable, ec));
+          if (ec) *gone = true;
+        }
+      }
+      if (!*gone) {
+        stream.expires_after(options.idle_timeout);
+        co_await net::async_write(stream, http::make_chunk(net::buffer(result)),
+                                  net::redirect_error(net::use_awaitable, ec));
+        if (!ec) {
+          co_await net::async_write(stream, http::make_chunk_last(),
+                                    net::redirect_error(net::use_awaitable, ec));
+        }
+        if (ec) usable = false;
+      }
+    } else {
+      std::string result;
+      std::vector<server::RunChannel::Event> none;
+      stream.expires_never();
+      while (!*gone) {
+        timer->expires_at(net::steady_timer::time_point::max());
+        if (follow->channel->poll(std::numeric_limits<std::size_t>::max(), none, &result, notify)) {
+          break;
+        }
+        co_await wait_for_news();
+      }
+      if (!*gone) {
+        server::ApiResponse out;
+        out.status = 204;
+        out.content_type.clear();
+        out.headers = std::move(r.headers);
+        auto res = to_http(std::move(out), version, keep_alive);
+        stream.expires_after(options.idle_timeout);
+        co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+        if (ec) usable = false;
+      }
+    }
+    socket.cancel(ec);  // ends the watch for a closed connection
+    if (*gone) {
+      if (follow->on_disconnect) follow->on_disconnect();
+      usable = false;
+    }
+    co_return usable;
+  }
+
   net::awaitable<void> session(beast::tcp_stream stream) {
     beast::flat_buffer buffer;
     boost::system::error_code ec;
@@ -137,7 +292,14 @@ struct Server::Impl {
       }
       const http::request<http::string_body>& req = parser.get();
       const bool keep_alive = req.keep_alive();
-      auto res = to_http(answer(req), req.version(), keep_alive);
+      const unsigned version = req.version();
+      server::ApiResponse response = answer(req);
+      if (response.follow) {
+        const bool usable = co_await follow_run(stream, response, version, keep_alive);
+        if (!usable) break;
+        continue;
+      }
+      auto res = to_http(std::move(response), version, keep_alive);
       stream.expires_after(options.idle_timeout);
       co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
       if (ec || !keep_alive) break;
@@ -236,9 +398,20 @@ void Server::start() {
     throw Error(errc::kInvalidArgument,
                 fmt::format("cannot listen on {}:{}: {}", o.host, o.port, ec.message()));
   }
-  if (!impl_->options.store) impl_->options.store = std::make_shared<InMemoryStore>();
+  ServerOptions& options = impl_->options;
+  if (!options.store) options.store = std::make_shared<InMemoryStore>();
+  if (!options.records) options.records = std::make_shared<InMemoryStore>();
+  if (!options.checkpointer) options.checkpointer = std::make_shared<InMemorySaver>();
+  std::vector<server::GraphEntry> bound = impl_->graphs;
+  try {
+    for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
+    impl_->api = std::make_unique<server::Api>(std::move(bound), options.records, options.store,
+                                               options.run_workers);
+  } catch (...) {
+    acceptor.close();
+    throw;
+  }
   impl_->port = acceptor.local_endpoint().port();
-  impl_->api = std::make_unique<server::Api>(impl_->graphs, impl_->options.store);
   impl_->io.restart();
   net::co_spawn(impl_->io, impl_->accept_loop(), net::detached);
   for (int i = 0; i < o.threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
@@ -254,6 +427,7 @@ void Server::stop() {
   impl_->threads.clear();
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
+  impl_->api.reset();  // cancels the runs still going and waits for them
   impl_->running = false;
 }
 

@@ -1,6 +1,8 @@
 // Threads of the LangGraph Server API: create (if_exists), get, patch (metadata merged), delete,
-// search. A thread's record lives in the server's Store under ("stategraph", "threads"), so a
-// RocksDbStore keeps threads across restarts.
+// search, copy, state, history and update_state. A thread's record lives in the server's record
+// store under ("stategraph", "threads"), so a RocksDbStore keeps threads across restarts; its
+// checkpoints live in the checkpointer of the graph it runs on (metadata.graph_id).
+#include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/core/uuid.hpp>
 
@@ -23,6 +25,36 @@ const Namespace& threads_namespace() {
   return ns;
 }
 
+void require_uuid(std::string_view id, std::string_view what) {
+  if (!is_uuid(id)) {
+    throw ApiError{422, fmt::format("{} '{}' is not a UUID", what, id)};
+  }
+}
+
+json checkpoint_json(const CheckpointConfig& c) {
+  return {{"thread_id", c.thread_id},
+          {"checkpoint_ns", c.checkpoint_ns},
+          {"checkpoint_id", c.checkpoint_id},
+          {"checkpoint_map", nullptr}};
+}
+
+json interrupt_json(const Interrupt& i) {
+  return {{"value", i.value}, {"id", i.id}};
+}
+
+/// The checkpoint id of a `checkpoint` object (`{checkpoint_id, ...}`) or of a
+/// `{configurable: {checkpoint_id}}` config in `body[name]`; empty when absent.
+std::string checkpoint_id_of(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return {};
+  if (!it->is_object()) throw ApiError{422, fmt::format("'{}' must be an object", name)};
+  const json& holder = it->contains("configurable") ? (*it)["configurable"] : *it;
+  if (!holder.is_object()) throw ApiError{422, fmt::format("'{}' must be an object", name)};
+  return string_field(holder, "checkpoint_id");
+}
+
+}  // namespace
+
 bool is_uuid(std::string_view id) {
   if (id.size() != 36) return false;
   for (std::size_t i = 0; i < id.size(); ++i) {
@@ -33,18 +65,58 @@ bool is_uuid(std::string_view id) {
   return true;
 }
 
-void require_uuid(std::string_view id, std::string_view what) {
-  if (!is_uuid(id)) {
-    throw ApiError{422, fmt::format("{} '{}' is not a UUID", what, id)};
+json thread_state_json(ServedSnapshot s) {
+  json tasks = json::array();
+  for (auto& t : s.tasks) {
+    json interrupts = json::array();
+    for (const auto& i : t.interrupts) interrupts.push_back(interrupt_json(i));
+    json task = {{"id", t.id},
+                 {"name", t.name},
+                 {"error", t.error.empty() ? json() : json(t.error)},
+                 {"interrupts", std::move(interrupts)},
+                 {"path", {"__pregel_pull", t.name}},
+                 {"checkpoint", nullptr},
+                 {"state", nullptr}};
+    if (!t.result.is_null()) {
+      add_langchain_defaults(t.result);
+      task["result"] = std::move(t.result);
+    }
+    tasks.push_back(std::move(task));
   }
+  json interrupts = json::array();
+  for (const auto& i : s.interrupts) interrupts.push_back(interrupt_json(i));
+  add_langchain_defaults(s.values);
+  json metadata = s.metadata.is_null() ? json::object() : std::move(s.metadata);
+  if (!metadata.contains("parents")) metadata["parents"] = json::object();
+  return {{"values", std::move(s.values)},
+          {"next", s.next},
+          {"tasks", std::move(tasks)},
+          {"interrupts", std::move(interrupts)},
+          {"metadata", std::move(metadata)},
+          {"created_at", s.created_at.empty() ? json() : json(s.created_at)},
+          {"checkpoint", checkpoint_json(s.config)},
+          {"parent_checkpoint", s.parent_config ? checkpoint_json(*s.parent_config) : json()}};
 }
 
-}  // namespace
+json empty_thread_state() {
+  return {{"values", json::object()},    {"next", json::array()},       {"tasks", json::array()},
+          {"interrupts", json::array()}, {"metadata", nullptr},         {"created_at", nullptr},
+          {"checkpoint", nullptr},       {"parent_checkpoint", nullptr}};
+}
 
-ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> store) : store_(std::move(store)) {}
+ApiResponse no_content() {
+  ApiResponse response;
+  response.status = 204;
+  response.content_type.clear();
+  return response;
+}
+
+// ---- ThreadRegistry ----------------------------------------------------------------------------
+
+ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> records) : records_(std::move(records)) {}
 
 std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
-  auto item = store_->get(threads_namespace(), thread_id);
+  auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
   return item->value;
 }
@@ -56,9 +128,22 @@ json ThreadRegistry::require(const std::string& thread_id) const {
   return *std::move(thread);
 }
 
+json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
+  require_uuid(thread_id, "thread id");
+  std::lock_guard lock(mu_);
+  if (auto existing = find(thread_id)) return *existing;
+  const std::string now = iso_timestamp_now();
+  json thread = {{"thread_id", thread_id}, {"created_at", now},
+                 {"updated_at", now},      {"metadata", metadata},
+                 {"status", "idle"},       {"config", json::object()},
+                 {"values", nullptr},      {"interrupts", json::object()}};
+  records_->put(threads_namespace(), thread_id, thread);
+  return thread;
+}
+
 ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   const json body = body_object(request);
-  const json metadata = metadata_field(body);
+  json metadata = metadata_field(body);
   std::string thread_id = string_field(body, "thread_id");
   std::string if_exists = string_field(body, "if_exists");
   if (if_exists.empty()) if_exists = "raise";
@@ -66,27 +151,19 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
     throw ApiError{422, fmt::format("'if_exists' must be raise or do_nothing, got {}",
                                     body["if_exists"].dump())};
   }
-  std::lock_guard lock(mu_);
-  if (thread_id.empty()) {
-    thread_id = new_uuid4();
-  } else {
-    require_uuid(thread_id, "thread id");
+  if (const std::string graph_id = string_field(body, "graph_id"); !graph_id.empty()) {
+    metadata["graph_id"] = graph_id;
+  }
+  if (thread_id.empty()) return json_response(create_record(new_uuid4(), metadata));
+  require_uuid(thread_id, "thread id");
+  {
+    std::lock_guard lock(mu_);
     if (auto existing = find(thread_id)) {
       if (if_exists == "do_nothing") return json_response(*existing);
       throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
     }
   }
-  const std::string now = iso_timestamp_now();
-  json thread = {{"thread_id", thread_id}, {"created_at", now},
-                 {"updated_at", now},      {"metadata", metadata},
-                 {"status", "idle"},       {"config", json::object()},
-                 {"values", nullptr},      {"interrupts", json::object()}};
-  store_->put(threads_namespace(), thread_id, thread);
-  return json_response(thread);
-}
-
-ApiResponse ThreadRegistry::get(const std::string& thread_id) const {
-  return json_response(require(thread_id));
+  return json_response(create_record(thread_id, metadata));
 }
 
 ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
@@ -96,31 +173,53 @@ ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest
   json thread = require(thread_id);
   for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
   thread["updated_at"] = iso_timestamp_now();
-  store_->put(threads_namespace(), thread_id, thread);
+  records_->put(threads_namespace(), thread_id, thread);
   return json_response(thread);
 }
 
-ApiResponse ThreadRegistry::remove(const std::string& thread_id) {
+void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
+                                const json& metadata) {
   std::lock_guard lock(mu_);
-  (void)require(thread_id);
-  store_->remove(threads_namespace(), thread_id);
-  ApiResponse response;
-  response.status = 204;
-  response.content_type.clear();
-  return response;
+  auto thread = find(thread_id);
+  if (!thread) return;
+  (*thread)["status"] = status;
+  if (metadata.is_object()) {
+    for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+      (*thread)["metadata"][it.key()] = *it;
+    }
+  }
+  (*thread)["updated_at"] = iso_timestamp_now();
+  records_->put(threads_namespace(), thread_id, *thread);
 }
 
-ApiResponse ThreadRegistry::search(const ApiRequest& request) const {
-  const json body = body_object(request);
-  const SearchPage page = search_page(body, {"thread_id", "status", "created_at", "updated_at"});
+bool ThreadRegistry::remove_record(const std::string& thread_id) {
+  std::lock_guard lock(mu_);
+  if (!find(thread_id)) return false;
+  records_->remove(threads_namespace(), thread_id);
+  return true;
+}
+
+std::vector<json> ThreadRegistry::all() const {
+  std::vector<json> out;
+  for (auto& hit : records_->search(
+           {.prefix = threads_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+    out.push_back(std::move(hit.item.value));
+  }
+  return out;
+}
+
+std::vector<json> ThreadRegistry::search(const json& body) const {
   const json metadata = metadata_field(body);
   const std::vector<std::string> ids = string_list_field(body, "ids", "thread ids");
   const std::string status = string_field(body, "status");
+  if (!status.empty() && status != "idle" && status != "busy" && status != "interrupted" &&
+      status != "error") {
+    throw ApiError{
+        422, fmt::format("'status' must be idle, busy, interrupted or error, got '{}'", status)};
+  }
   std::vector<json> found;
   // Every record, filtered here: fine for thousands of threads; a database index later.
-  for (auto& hit : store_->search(
-           {.prefix = threads_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
-    json& t = hit.item.value;
+  for (auto& t : all()) {
     if (!ids.empty() &&
         std::find(ids.begin(), ids.end(), t.value("thread_id", std::string())) == ids.end()) {
       continue;
@@ -129,7 +228,212 @@ ApiResponse ThreadRegistry::search(const ApiRequest& request) const {
     if (!contains(t["metadata"], metadata)) continue;
     found.push_back(std::move(t));
   }
-  return paged_response(std::move(found), page);
+  return found;
+}
+
+// ---- Api: thread routes ------------------------------------------------------------------------
+
+const GraphEntry* Api::thread_graph(const json& thread) const {
+  const auto metadata = thread.find("metadata");
+  if (metadata == thread.end() || !metadata->is_object()) return nullptr;
+  const auto graph_id = metadata->find("graph_id");
+  if (graph_id == metadata->end() || !graph_id->is_string()) return nullptr;
+  for (const auto& g : graphs_) {
+    if (g.graph_id == graph_id->get<std::string>()) return &g;
+  }
+  return nullptr;
+}
+
+json Api::thread_view(json thread) const {
+  const GraphEntry* graph = thread_graph(thread);
+  if (graph == nullptr || !graph->graph->checkpointer()) return thread;
+  RunConfig config;
+  config.thread_id = thread.value("thread_id", std::string());
+  auto state = graph->graph->state(config);
+  if (!state) return thread;
+  add_langchain_defaults(state->values);
+  thread["values"] = std::move(state->values);
+  json interrupts = json::object();
+  for (const auto& task : state->tasks) {
+    if (task.interrupts.empty()) continue;
+    json list = json::array();
+    for (const auto& i : task.interrupts) list.push_back(interrupt_json(i));
+    interrupts[task.id] = std::move(list);
+  }
+  thread["interrupts"] = std::move(interrupts);
+  return thread;
+}
+
+ApiResponse Api::delete_thread(const std::string& thread_id) const {
+  const json thread = threads_->require(thread_id);
+  runs_->remove_thread(thread_id);  // 409 while a run is active
+  if (const GraphEntry* graph = thread_graph(thread)) {
+    if (const auto saver = graph->graph->checkpointer()) saver->delete_thread(thread_id);
+  }
+  threads_->remove_record(thread_id);
+  return no_content();
+}
+
+ApiResponse Api::copy_thread(const std::string& thread_id) const {
+  const json thread = threads_->require(thread_id);
+  const std::string copy_id = new_uuid4();
+  if (const GraphEntry* graph = thread_graph(thread)) {
+    if (const auto saver = graph->graph->checkpointer()) saver->copy_thread(thread_id, copy_id);
+  }
+  return json_response(thread_view(threads_->create_record(copy_id, thread["metadata"])));
+}
+
+ApiResponse Api::route_threads(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  if (p.size() == 1 && m == "POST") return threads_->create(request);
+  if (p.size() == 2 && p[1] == "search" && m == "POST") {
+    const json body = body_object(request);
+    const SearchPage page = search_page(body, {"thread_id", "status", "created_at", "updated_at"});
+    std::vector<json> found = threads_->search(body);
+    ApiResponse response = paged_response(std::move(found), page);
+    // Values only for the page (each is a checkpoint read).
+    json items = json::parse(response.body);
+    for (auto& t : items) {
+      if (t.contains("thread_id") && (page.select.empty() || t.contains("values"))) {
+        const json view = thread_view(t);
+        if (view.contains("values")) t["values"] = view["values"];
+        if (page.select.empty()) t["interrupts"] = view.value("interrupts", json::object());
+      }
+    }
+    response.body = items.dump(-1, ' ', false, json::error_handler_t::replace);
+    return response;
+  }
+  if (p.size() == 2 && p[1] == "count" && m == "POST") {
+    return json_response(threads_->search(body_object(request)).size());
+  }
+  if (p.size() == 2) {
+    if (m == "GET") return json_response(thread_view(threads_->require(p[1])));
+    if (m == "PATCH") return threads_->patch(p[1], request);
+    if (m == "DELETE") return delete_thread(p[1]);
+    throw ApiError{405, fmt::format("{} is not allowed on /threads/{{id}}", m)};
+  }
+  if (p.size() >= 3) {
+    if (p[2] == "copy" && p.size() == 3 && m == "POST") return copy_thread(p[1]);
+    if (p[2] == "state" || p[2] == "history") {
+      return route_thread_state(request, threads_->require(p[1]));
+    }
+    if (p[2] == "runs" || p[2] == "stream") {  // each checks the thread (creates may create it)
+      RunManager& runs = *runs_;
+      if (p[2] == "stream" && p.size() == 3 && m == "GET") return runs.join_thread(p[1], request);
+      if (p.size() == 3 && m == "POST") return runs.create(p[1], request, std::nullopt);
+      if (p.size() == 3 && m == "GET") return runs.list(p[1], request);
+      if (p.size() == 4 && m == "POST" && p[3] == "stream") {
+        return runs.create(p[1], request, RunFollow::Kind::stream);
+      }
+      if (p.size() == 4 && m == "POST" && p[3] == "wait") {
+        return runs.create(p[1], request, RunFollow::Kind::result);
+      }
+      if (p.size() == 4 && m == "GET") return runs.get(p[1], p[3]);
+      if (p.size() == 4 && m == "DELETE") return runs.remove(p[1], p[3]);
+      if (p.size() == 5 && p[4] == "join" && m == "GET") {
+        return runs.join(p[1], p[3], request, RunFollow::Kind::result);
+      }
+      if (p.size() == 5 && p[4] == "stream" && m == "GET") {
+        return runs.join(p[1], p[3], request, RunFollow::Kind::stream);
+      }
+      if (p.size() == 5 && p[4] == "cancel" && m == "POST") return runs.cancel(p[1], p[3], request);
+    }
+  }
+  throw ApiError{p.size() <= 2 ? 405u : 404u,
+                 fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+}
+
+ApiResponse Api::route_thread_state(const ApiRequest& request, const json& thread) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  const std::string& thread_id = p[1];
+  const GraphEntry* graph = thread_graph(thread);
+  const bool has_checkpoints = graph != nullptr && graph->graph->checkpointer() != nullptr;
+  RunConfig config;
+  config.thread_id = thread_id;
+  const auto state_at = [&](const std::string& checkpoint_id) {
+    if (!has_checkpoints) return json_response(empty_thread_state());
+    config.checkpoint_id = checkpoint_id;
+    auto state = graph->graph->state(config);
+    if (!state) {
+      if (!checkpoint_id.empty()) {
+        throw ApiError{404, fmt::format("checkpoint '{}' not found", checkpoint_id)};
+      }
+      return json_response(empty_thread_state());
+    }
+    return json_response(thread_state_json(*std::move(state)));
+  };
+  if (p[2] == "history") {
+    if (p.size() != 3 || (m != "POST" && m != "GET")) {
+      throw ApiError{405, "history is POST /threads/{id}/history"};
+    }
+    json body = m == "GET" ? json::object() : body_object(request);
+    if (m == "GET") {
+      if (const auto it = request.query.find("limit"); it != request.query.end()) {
+        body["limit"] = std::atoll(it->second.c_str());
+      }
+    }
+    ListOptions options;
+    options.limit = 10;
+    if (const auto it = body.find("limit"); it != body.end() && !it->is_null()) {
+      if (!it->is_number_integer() || it->get<std::int64_t>() < 1) {
+        throw ApiError{422, "'limit' must be a positive integer"};
+      }
+      options.limit = it->get<std::size_t>();
+    }
+    if (const std::string before = checkpoint_id_of(body, "before"); !before.empty()) {
+      options.before = before;
+    }
+    if (const auto it = body.find("metadata"); it != body.end() && !it->is_null()) {
+      if (!it->is_object()) throw ApiError{422, "'metadata' must be an object"};
+      options.filter = *it;
+    }
+    json out = json::array();
+    if (has_checkpoints) {
+      for (auto& s : graph->graph->history(config, std::move(options))) {
+        out.push_back(thread_state_json(std::move(s)));
+      }
+    }
+    return json_response(out);
+  }
+  // /state...
+  if (p.size() == 3 && m == "GET") return state_at("");
+  if (p.size() == 4 && p[3] == "checkpoint" && m == "POST") {
+    const json body = body_object(request);
+    return state_at(checkpoint_id_of(body, "checkpoint"));
+  }
+  if (p.size() == 4 && m == "GET") return state_at(p[3]);
+  if (p.size() == 3 && m == "POST") {
+    const json body = body_object(request);
+    if (graph == nullptr) {
+      const std::string graph_id = string_field(body, "graph_id");
+      if (graph_id.empty()) {
+        throw ApiError{409, fmt::format("thread '{}' has no graph yet: run it first, or create it "
+                                        "with metadata.graph_id",
+                                        thread_id)};
+      }
+      graph = &assistant(graph_id);
+      threads_->set_status(
+          thread_id, thread.value("status", "idle"),
+          {{"graph_id", graph->graph_id}, {"assistant_id", graph->assistant["assistant_id"]}});
+    }
+    if (!graph->graph->checkpointer()) {
+      throw ApiError{
+          409, fmt::format("graph '{}' was compiled without a checkpointer", graph->graph_id)};
+    }
+    if (runs_->busy(thread_id)) {
+      throw ApiError{409, fmt::format("thread '{}' has a run in progress", thread_id)};
+    }
+    config.checkpoint_id = checkpoint_id_of(body, "checkpoint");
+    if (config.checkpoint_id.empty()) config.checkpoint_id = string_field(body, "checkpoint_id");
+    std::optional<std::string> as_node;
+    if (std::string node = string_field(body, "as_node"); !node.empty()) as_node = std::move(node);
+    const json values = body.value("values", json());
+    const CheckpointConfig saved = graph->graph->update_state(config, values, as_node);
+    return json_response({{"checkpoint", checkpoint_json(saved)}});
+  }
+  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
 }
 
 }  // namespace sg::server

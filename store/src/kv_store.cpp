@@ -212,6 +212,10 @@ std::vector<StoreResult> KvStore::batch(std::vector<StoreOp> ops) {
   return impl_->batch(std::move(ops));
 }
 
+bool KvStore::semantic_search() const noexcept {
+  return impl_->has_index();
+}
+
 std::size_t KvStore::sweep_expired() {
   return impl_->sweep_expired();
 }

@@ -48,6 +48,7 @@ struct KvStore::Impl {
   void start_sweeper(std::chrono::milliseconds interval);
   void stop_sweeper();
   [[nodiscard]] std::size_t swept_total() const noexcept { return swept_.load(); }
+  [[nodiscard]] bool has_index() const noexcept { return index_.has_value(); }
 
  private:
   std::optional<Item> do_get(const GetOp& op);

@@ -30,12 +30,14 @@ sg::CompiledGraph<sg::MessagesState> registry_echo_graph(
 
 TEST_CASE("built-in graphs: the registry is sorted and finds each by name") {
   const auto& graphs = sg::cli::builtin_graphs();
-  REQUIRE(graphs.size() == 3);
+  REQUIRE(graphs.size() == 4);
   CHECK(graphs[0].name == "agent");
-  CHECK(graphs[1].name == "react_agent");
-  CHECK(graphs[2].name == "summarize_and_trim");
+  CHECK(graphs[1].name == "interrupt_agent");
+  CHECK(graphs[2].name == "react_agent");
+  CHECK(graphs[3].name == "summarize_and_trim");
   CHECK(sg::cli::find_builtin_graph("nope") == nullptr);
-  CHECK(sg::cli::builtin_graph_names() == "agent, react_agent, summarize_and_trim");
+  CHECK(sg::cli::builtin_graph_names() ==
+        "agent, interrupt_agent, react_agent, summarize_and_trim");
   for (const auto& g : graphs) {
     CHECK(!g.description.empty());
     CHECK(!sg::cli::graph_nodes(g.build({})).empty());
@@ -104,4 +106,24 @@ TEST_CASE("built-in graphs: react_agent and summarize_and_trim run on the LocalM
       chat.invoke(input_of<sg::SummaryTrimState>({sg::human("What is my name?")}), config);
   CHECK(answer.state.messages.back().text() == "You told me: my name is Ada.");
   CHECK(answer.state.turns == 2);
+}
+
+TEST_CASE("built-in graphs: interrupt_agent asks, then answers with the resume value") {
+  sg::cli::BuiltinGraphOptions options;
+  options.checkpointer = std::make_shared<sg::InMemorySaver>();
+  const auto app = std::get<sg::CompiledGraph<sg::MessagesState>>(
+      sg::cli::find_builtin_graph("interrupt_agent")->build(options));
+  sg::RunConfig config;
+  config.thread_id = "t";
+  const auto asked = app.invoke(input_of<sg::MessagesState>({sg::human("go")}), config);
+  REQUIRE(asked.interrupted());
+  REQUIRE(asked.interrupts.size() == 1);
+  CHECK(asked.interrupts[0].value == nlohmann::json{{"question", "what next?"}});
+  const auto resumed = app.invoke(sg::Command<sg::MessagesState>{.resume = "yes"}, config);
+  CHECK(!resumed.interrupted());
+  CHECK(resumed.state.messages.back().text() == "resumed: yes");
+  CHECK(app.invoke(input_of<sg::MessagesState>({sg::human("go")}), config).interrupted());
+  const auto object =
+      app.invoke(sg::Command<sg::MessagesState>{.resume = nlohmann::json{{"a", 1}}}, config);
+  CHECK(object.state.messages.back().text() == R"(resumed: {"a":1})");
 }

@@ -16,62 +16,14 @@
 
 #include <chrono>
 
+#include "server_fixture.hpp"
 #include "support/http_client.hpp"
 #include "support/temp_dir.hpp"
 
+using sg::test::raw_exchange;
+using sg::test::Served;
+
 using nlohmann::json;
-
-namespace {
-
-/// LangGraph's test graph (the server spec's §0): START -> echo -> END.
-std::shared_ptr<const sg::ServedGraph> echo_graph() {
-  sg::StateGraph<sg::MessagesState> g;
-  g.add_node("echo", [](const sg::MessagesState& s) {
-    return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(
-        sg::ai("echo: " + (s.messages.empty() ? std::string() : s.messages.back().text())));
-  });
-  g.add_edge(sg::START, "echo").add_edge("echo", sg::END);
-  return sg::served_graph(g.compile());
-}
-
-/// A server on a free port serving "agent" and "helper".
-struct Served {
-  explicit Served(sg::ServerOptions options = {})
-      : server([&] {
-          options.port = 0;
-          return options;
-        }()) {
-    server.add_graph("agent", echo_graph());
-    server.add_graph("helper", echo_graph());
-    server.start();
-  }
-  sg::test::HttpResult get(const std::string& path, std::vector<std::string> headers = {}) {
-    return sg::test::http_request("GET", server.url() + path, {}, std::move(headers));
-  }
-  sg::test::HttpResult post(const std::string& path, const std::string& body) {
-    return sg::test::http_request("POST", server.url() + path, body);
-  }
-  sg::Server server;
-};
-
-/// Writes `bytes` on a new connection and reads until the server closes it (or 5 s pass).
-std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
-  boost::asio::io_context io;
-  boost::asio::ip::tcp::socket socket(io);
-  socket.connect({boost::asio::ip::make_address("127.0.0.1"), port});
-  boost::asio::write(socket, boost::asio::buffer(bytes));
-  std::string out;
-  boost::system::error_code ec;
-  char chunk[4096];
-  for (;;) {
-    const std::size_t n = socket.read_some(boost::asio::buffer(chunk), ec);
-    out.append(chunk, n);
-    if (ec) break;
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("server: a system assistant's id is uuid5 of the graph id, as LangGraph's servers") {
   CHECK(sg::system_assistant_id("agent") == "fe096781-5601-53d2-b2f6-0d3403f7e9ca");
@@ -197,10 +149,10 @@ TEST_CASE("server: a public address without an API key is refused, bad options a
   CHECK_THROWS_AS(sg::Server({.threads = 0}), sg::Error);
   CHECK_THROWS_AS(sg::Server({.max_body_bytes = 0}), sg::Error);
   sg::Server twice({.port = 0});
-  twice.add_graph("agent", echo_graph());
-  CHECK_THROWS_WITH_AS(twice.add_graph("agent", echo_graph()), "graph 'agent' is already served",
-                       sg::Error);
-  CHECK_THROWS_AS(twice.add_graph("", echo_graph()), sg::Error);
+  twice.add_graph("agent", sg::test::echo_graph());
+  CHECK_THROWS_WITH_AS(twice.add_graph("agent", sg::test::echo_graph()),
+                       "graph 'agent' is already served", sg::Error);
+  CHECK_THROWS_AS(twice.add_graph("", sg::test::echo_graph()), sg::Error);
   CHECK_THROWS_AS(twice.add_graph("x", nullptr), sg::Error);
 }
 
@@ -307,11 +259,11 @@ TEST_CASE("server: threads in a RocksDbStore outlive the server") {
   sg::test::TempDir dir;
   const std::string id = "1f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9";
   {
-    Served first({.store = sg::RocksDbStore::open(dir.sub("store"))});
+    Served first({.records = sg::RocksDbStore::open(dir.sub("records"))});
     REQUIRE(first.post("/threads", json{{"thread_id", id}, {"metadata", {{"user", "ada"}}}}.dump())
                 .status == 200);
   }
-  Served second({.store = sg::RocksDbStore::open(dir.sub("store"))});
+  Served second({.records = sg::RocksDbStore::open(dir.sub("records"))});
   const auto thread = second.get("/threads/" + id);
   REQUIRE(thread.status == 200);
   CHECK(json::parse(thread.body)["metadata"] == json{{"user", "ada"}});

@@ -336,6 +336,10 @@ class CompiledGraph {
   /// The drawing as JSON, as LangGraph's `get_graph().to_json()` and the server's
   /// `GET /assistants/{id}/graph` give it: nodes (START, END included) and edges.
   [[nodiscard]] nlohmann::json draw_json() const { return detail::draw_json(def_->spec); }
+  /// The checkpointer it was compiled with (LangGraph's `graph.checkpointer`); null for none.
+  [[nodiscard]] const std::shared_ptr<Checkpointer>& checkpointer() const noexcept {
+    return def_->options.checkpointer;
+  }
   /// The node names, in the order they were added.
   [[nodiscard]] std::vector<std::string> nodes() const {
     std::vector<std::string> out;

@@ -10,11 +10,10 @@
 // Built on Boost.Beast over Boost.Asio: an idle connection costs no thread. Binds 127.0.0.1 by
 // default; with an API key every request needs a matching `x-api-key` header.
 //
-// Served so far: GET /ok, GET /info, POST /assistants/search, GET /assistants/{id} and
-// GET /assistants/{id}/graph (a system assistant per graph, its id the graph id's uuid5);
-// POST /threads, POST /threads/search, GET, PATCH and DELETE /threads/{id}.
+// What is served: docs/server.md.
 
-#include <stategraph/core/compiled_graph.hpp>
+#include <stategraph/core/checkpointer.hpp>
+#include <stategraph/server/served_graph.hpp>
 #include <stategraph/store/store.hpp>
 
 #include <nlohmann/json.hpp>
@@ -25,33 +24,6 @@
 #include <string>
 
 namespace sg {
-
-/// A graph as the server uses it (type-erased over the state type). Make one with
-/// served_graph(). Implementations are thread-safe.
-class ServedGraph {
- public:
-  virtual ~ServedGraph() = default;
-  /// The drawing as LangGraph's `get_graph().to_json()` (GET /assistants/{id}/graph).
-  [[nodiscard]] virtual nlohmann::json draw_json() const = 0;
-};
-
-namespace detail {
-template <State S>
-class ServedCompiledGraph final : public ServedGraph {
- public:
-  explicit ServedCompiledGraph(CompiledGraph<S> graph) : graph_(std::move(graph)) {}
-  [[nodiscard]] nlohmann::json draw_json() const override { return graph_.draw_json(); }
-
- private:
-  CompiledGraph<S> graph_;
-};
-}  // namespace detail
-
-/// `graph` for Server::add_graph. Thread-safe.
-template <State S>
-[[nodiscard]] std::shared_ptr<const ServedGraph> served_graph(CompiledGraph<S> graph) {
-  return std::make_shared<detail::ServedCompiledGraph<S>>(std::move(graph));
-}
 
 /// Settings of a Server.
 struct ServerOptions {
@@ -74,9 +46,16 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
   /// Threads running the network and the handlers.
   int threads = 1;
-  /// Where the server keeps its threads' records (and, later, the store endpoints' items);
-  /// null: an InMemoryStore. A RocksDbStore keeps them across restarts.
+  /// Threads that run graphs (a run holds one while its nodes compute).
+  std::size_t run_workers = 8;
+  /// Where graphs given as a StateGraph keep their threads' checkpoints; null: an InMemorySaver.
+  std::shared_ptr<Checkpointer> checkpointer{};
+  /// The long-term memory of the /store endpoints and of graphs given as a StateGraph; null: an
+  /// InMemoryStore.
   std::shared_ptr<Store> store{};
+  /// Where the server keeps its records of threads and runs; null: an InMemoryStore. A
+  /// RocksDbStore keeps them across restarts (with a RocksDbSaver as the checkpointer).
+  std::shared_ptr<Store> records{};
 };
 
 /// The HTTP server. add_graph() before start(); start() and stop() from one thread; port() and

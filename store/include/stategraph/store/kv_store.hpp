@@ -31,6 +31,8 @@ class KvStore : public Store {
   /// ("argument.invalid", "store.invalid_filter") for bad arguments, StoreError on I/O or
   /// corrupt data; operations before the failing one have happened.
   std::vector<StoreResult> batch(std::vector<StoreOp> ops) override;
+  /// True when opened with an IndexConfig.
+  [[nodiscard]] bool semantic_search() const noexcept override;
 
   /// Deletes every expired item; returns how many. Throws StoreError. Thread-safe.
   std::size_t sweep_expired();

@@ -212,6 +212,9 @@ class Store {
   /// Runs the operations in order; results in the same order.
   virtual std::vector<StoreResult> batch(std::vector<StoreOp> ops) = 0;
 
+  /// Whether a search `query` ranks by similarity (the store has an IndexConfig). noexcept.
+  [[nodiscard]] virtual bool semantic_search() const noexcept { return false; }
+
   /// Inserts or replaces the item (value must be a JSON object; else Error
   /// "argument.invalid"). created_at is kept on replace. `index`: the JSON paths to embed
   /// (default: the IndexConfig's fields; empty: not indexed).

@@ -1,0 +1,934 @@
+// Runs of the LangGraph Server API: one active run per thread, later runs queued (enqueue) or
+// refused (reject), or the active ones cancelled first (interrupt, rollback); runs execute on a
+// pool of workers and publish their events to a RunChannel that SSE streams, waits and joins
+// read. Run records live in the record store under ("stategraph", "runs", thread_id): written when
+// a run is created and when it ends (the in-memory record is the truth while it is active).
+#include <stategraph/core/error.hpp>
+#include <stategraph/core/thread_pool.hpp>
+#include <stategraph/core/time.hpp>
+#include <stategraph/core/uuid.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <condition_variable>
+#include <deque>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "api.hpp"
+
+namespace sg::server {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr std::array kApiModes = {"values", "updates", "messages",    "messages-tuple", "custom",
+                                  "debug",  "tasks",   "checkpoints", "events"};
+
+/// The stream modes of a body's `stream_mode` (a string or a list; default values).
+std::vector<std::string> stream_modes_field(const json& body) {
+  std::vector<std::string> modes;
+  const auto it = body.find("stream_mode");
+  if (it == body.end() || it->is_null()) {
+    modes.emplace_back("values");
+  } else if (it->is_string()) {
+    modes.push_back(it->get<std::string>());
+  } else {
+    modes = string_list_field(body, "stream_mode", "stream mode names");
+  }
+  for (const auto& mode : modes) {
+    if (std::find(kApiModes.begin(), kApiModes.end(), mode) == kApiModes.end()) {
+      throw ApiError{422, fmt::format("unsupported stream mode '{}' (supported: {})", mode,
+                                      fmt::join(kApiModes, ", "))};
+    }
+  }
+  return modes;
+}
+
+bool has_mode(const std::vector<std::string>& modes, std::string_view mode) {
+  return std::find(modes.begin(), modes.end(), mode) != modes.end();
+}
+
+/// The engine's stream modes that make the API's `modes`.
+StreamModes engine_modes(const std::vector<std::string>& modes) {
+  StreamModes out;
+  for (const auto& mode : modes) {
+    if (mode == "values") out = out | StreamMode::values;
+    if (mode == "updates") out = out | StreamMode::updates;
+    if (mode == "messages" || mode == "messages-tuple") out = out | StreamMode::messages;
+    if (mode == "custom") out = out | StreamMode::custom;
+    if (mode == "debug" || mode == "tasks" || mode == "checkpoints") {
+      out = out | StreamMode::debug;
+    }
+    if (mode == "events") {
+      out =
+          out | StreamMode::values | StreamMode::messages | StreamMode::debug | StreamMode::custom;
+    }
+  }
+  return out;
+}
+
+/// `object[key]` when it is a string, else `fallback` (nlohmann's value() throws on a null).
+std::string text_at(const json& object, const char* key, std::string fallback = {}) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+json interrupts_json(const std::vector<Interrupt>& interrupts) {
+  json out = json::array();
+  for (const auto& i : interrupts) out.push_back({{"value", i.value}, {"id", i.id}});
+  return out;
+}
+
+/// The name of an error as the API reports it (`{"error": name, "message": ...}`).
+std::string error_name(const std::exception& e) {
+  if (dynamic_cast<const GraphRecursionError*>(&e) != nullptr) return "GraphRecursionError";
+  if (dynamic_cast<const NodeTimeoutError*>(&e) != nullptr) return "NodeTimeoutError";
+  if (dynamic_cast<const InvalidUpdateError*>(&e) != nullptr) return "InvalidUpdateError";
+  if (dynamic_cast<const CancelledError*>(&e) != nullptr) return "CancelledError";
+  if (dynamic_cast<const CheckpointError*>(&e) != nullptr) return "CheckpointError";
+  if (dynamic_cast<const NodeError*>(&e) != nullptr) return "NodeError";
+  if (const auto* error = dynamic_cast<const Error*>(&e)) {
+    return error->code() == errc::kInvalidArgument ? "ValueError" : "Error";
+  }
+  return "Error";
+}
+
+/// Turns a run's ServedEvents into the API's events for the requested modes.
+class EventFormatter {
+ public:
+  EventFormatter(std::vector<std::string> modes, std::string graph_id, std::string run_id,
+                 RunChannel& channel)
+      : modes_(std::move(modes)),
+        graph_id_(std::move(graph_id)),
+        run_id_(std::move(run_id)),
+        channel_(channel),
+        events_(has_mode(modes_, "events")) {}
+
+  void start(const json& input) {
+    if (events_) {
+      publish_event("on_chain_start", graph_id_, {{"input", input}}, run_id_);
+    }
+  }
+
+  void end(const json& output) {
+    if (events_) publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
+  }
+
+  /// A run that stopped at an interrupt ends its values with `{"__interrupt__": [...]}` (the
+  /// last values chunk LangGraph streams, and so what wait returns); an interrupt_before/after
+  /// stop has an empty list.
+  json interrupted(const std::vector<Interrupt>& interrupts) {
+    json data = {{INTERRUPT, interrupts_json(interrupts)}};
+    if (!last_values_interrupt_ && has_mode(modes_, "values")) {
+      channel_.publish("values", "values", data);
+    }
+    return data;
+  }
+
+  void operator()(ServedEvent&& e) {
+    const std::string suffix =
+        e.ns.empty() ? std::string() : "|" + fmt::format("{}", fmt::join(e.ns, "|"));
+    switch (e.mode) {
+      case StreamMode::values: {
+        json data = e.interrupts.empty() ? std::move(e.data)
+                                         : json{{"__interrupt__", interrupts_json(e.interrupts)}};
+        add_langchain_defaults(data);
+        if (e.ns.empty()) last_values_interrupt_ = !e.interrupts.empty();
+        if (events_ && e.ns.empty()) {
+          publish_event("on_chain_stream", graph_id_, {{"chunk", data}}, run_id_);
+        }
+        if (has_mode(modes_, "values")) channel_.publish("values", "values" + suffix, data);
+        break;
+      }
+      case StreamMode::updates: {
+        json data;
+        if (e.node == INTERRUPT) {
+          data = {{INTERRUPT, interrupts_json(e.interrupts)}};
+        } else {
+          add_langchain_defaults(e.data);
+          data = {{e.node, std::move(e.data)}};
+        }
+        channel_.publish("updates", "updates" + suffix, data);
+        break;
+      }
+      case StreamMode::messages:
+        messages(std::move(e), suffix);
+        break;
+      case StreamMode::custom:
+        if (has_mode(modes_, "custom")) channel_.publish("custom", "custom" + suffix, e.data);
+        break;
+      case StreamMode::debug:
+        debug(std::move(e), suffix);
+        break;
+    }
+  }
+
+ private:
+  void publish_event(const char* event, const std::string& name, json data, const std::string& id,
+                     json metadata = json::object()) {
+    channel_.publish("events", "events",
+                     {{"event", event},
+                      {"name", name},
+                      {"run_id", id},
+                      {"tags", json::array()},
+                      {"metadata", std::move(metadata)},
+                      {"data", std::move(data)},
+                      {"parent_ids", id == run_id_ ? json::array() : json::array({run_id_})}});
+  }
+
+  void messages(ServedEvent&& e, const std::string& suffix) {
+    add_langchain_defaults(e.data);
+    std::string id = text_at(e.data, "id");
+    if (id.empty() && e.data.is_object()) {
+      // A node's message without an id (the reducer gives it one later): clients key messages
+      // by id, so this event names it.
+      id = new_uuid4();
+      e.data["id"] = id;
+    }
+    if (events_ && !e.complete) {
+      publish_event("on_chat_model_stream", text_at(e.metadata, "ls_model_name", "model"),
+                    {{"chunk", e.data}}, id.empty() ? run_id_ : id, e.metadata);
+    }
+    if (has_mode(modes_, "messages-tuple")) {
+      channel_.publish("messages-tuple", "messages" + suffix, json::array({e.data, e.metadata}));
+    }
+    if (!has_mode(modes_, "messages")) return;
+    // LangGraph's legacy messages mode: metadata once per message id, then the message so far.
+    if (!id.empty() && seen_.insert(id).second) {
+      channel_.publish("messages", "messages/metadata" + suffix,
+                       {{id, {{"metadata", e.metadata}}}});
+    }
+    if (e.complete) {
+      partial_.erase(id);
+      channel_.publish("messages", "messages/complete" + suffix, json::array({e.data}));
+      return;
+    }
+    json& so_far = partial_[id];
+    if (so_far.is_null()) {
+      so_far = e.data;
+    } else if (so_far["content"].is_string() && e.data["content"].is_string()) {
+      so_far["content"] =
+          so_far["content"].get<std::string>() + e.data["content"].get<std::string>();
+    }
+    channel_.publish("messages", "messages/partial" + suffix, json::array({so_far}));
+  }
+
+  void debug(ServedEvent&& e, const std::string& suffix) {
+    const std::string type = text_at(e.data, "type");
+    if (events_ && e.ns.empty() && e.data.contains("payload")) {
+      const json& payload = e.data["payload"];
+      const std::string task = text_at(payload, "id", run_id_);
+      const std::string name = text_at(payload, "name");
+      if (type == "task") {
+        publish_event("on_chain_start", name, {{"input", payload.value("input", json())}}, task,
+                      {{"langgraph_node", name}, {"langgraph_step", e.step}});
+      } else if (type == "task_result") {
+        json output = payload.value("result", json());
+        add_langchain_defaults(output);
+        publish_event("on_chain_end", name, {{"output", std::move(output)}}, task,
+                      {{"langgraph_node", name}, {"langgraph_step", e.step}});
+      }
+    }
+    if (has_mode(modes_, "tasks") && e.data.contains("payload") &&
+        (type == "task" || type == "task_result")) {
+      json payload = e.data["payload"];
+      add_langchain_defaults(payload);
+      channel_.publish("tasks", "tasks" + suffix, payload);
+    }
+    if (has_mode(modes_, "checkpoints") && e.data.contains("payload") && type == "checkpoint") {
+      json payload = e.data["payload"];
+      add_langchain_defaults(payload);
+      channel_.publish("checkpoints", "checkpoints" + suffix, payload);
+    }
+    if (has_mode(modes_, "debug")) {
+      json data = std::move(e.data);
+      if (data.is_object() && !data.contains("timestamp")) data["timestamp"] = iso_timestamp_now();
+      add_langchain_defaults(data);
+      channel_.publish("debug", "debug" + suffix, data);
+    }
+  }
+
+  std::vector<std::string> modes_;
+  std::string graph_id_;
+  std::string run_id_;
+  RunChannel& channel_;
+  bool events_;
+  bool last_values_interrupt_ = false;
+  std::set<std::string> seen_;
+  std::map<std::string, json> partial_;
+};
+
+std::optional<Durability> durability_field(const json& body) {
+  const std::string durability = string_field(body, "durability");
+  if (durability == "sync") return Durability::sync;
+  if (durability == "async") return Durability::async;
+  if (durability == "exit") return Durability::exit;
+  if (!durability.empty()) {
+    throw ApiError{422,
+                   fmt::format("'durability' must be sync, async or exit, got '{}'", durability)};
+  }
+  if (const auto it = body.find("checkpoint_during"); it != body.end() && it->is_boolean()) {
+    return it->get<bool>() ? std::nullopt : std::optional(Durability::exit);
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> node_list_field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it != body.end() && it->is_string()) {
+    if (*it != "*") throw ApiError{422, fmt::format("'{}' must be \"*\" or a list of nodes", name)};
+    return {"*"};
+  }
+  return string_list_field(body, name, "node names");
+}
+
+std::string one_of(const json& body, const char* name, std::initializer_list<const char*> allowed) {
+  std::string value = string_field(body, name);
+  if (value.empty()) return *allowed.begin();
+  for (const char* a : allowed) {
+    if (value == a) return value;
+  }
+  throw ApiError{
+      422, fmt::format("'{}' must be one of {}, got '{}'", name, fmt::join(allowed, ", "), value)};
+}
+
+bool query_flag(const ApiRequest& request, const char* name) {
+  const auto it = request.query.find(name);
+  return it != request.query.end() && (it->second == "1" || it->second == "true");
+}
+
+}  // namespace
+
+struct RunManager::Run {
+  std::string run_id;
+  std::string thread_id;
+  bool stateless = false;
+  bool delete_thread_after = false;
+  const GraphEntry* graph = nullptr;
+  json record;
+  json input;
+  json command;
+  RunConfig config;
+  std::vector<std::string> modes;
+  bool cancel_on_disconnect = false;
+  CancellationToken token = CancellationToken::create();
+  std::shared_ptr<RunChannel> channel = std::make_shared<RunChannel>();
+  // Guarded by State::mu:
+  bool running = false;       // handed to a worker (it is the thread's active run)
+  std::string cancel_action;  // "", "interrupt" or "rollback"
+};
+
+struct RunManager::State {
+  explicit State(std::size_t workers) : pool(std::max<std::size_t>(workers, 1)) {}
+  std::mutex mu;
+  std::map<std::string, std::deque<std::shared_ptr<Run>>> queues;  // by thread: active first
+  std::map<std::string, std::shared_ptr<Run>> active;              // pending or running, by id
+  std::condition_variable drained;
+  std::size_t executing = 0;
+  bool stopping = false;
+  ThreadPool pool;
+};
+
+RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
+                       std::size_t workers)
+    : api_(api),
+      threads_(threads),
+      records_(std::move(records)),
+      state_(std::make_unique<State>(workers)) {
+  // Runs do not survive the process: a thread left busy by a crash is idle again, and the runs
+  // it had are marked as failed.
+  for (const auto& thread : threads_.all()) {
+    const std::string id = thread.value("thread_id", std::string());
+    if (thread.value("status", std::string()) != "busy") continue;
+    for (auto& hit : records_->search(
+             {.prefix = runs_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
+      json& run = hit.item.value;
+      const std::string status = run.value("status", std::string());
+      if (status == "pending" || status == "running") {
+        run["status"] = "error";
+        run["updated_at"] = iso_timestamp_now();
+        records_->put(runs_namespace(id), hit.item.key, run);
+      }
+    }
+    threads_.set_status(id, "idle");
+  }
+}
+
+RunManager::~RunManager() {
+  shutdown();
+}
+
+void RunManager::shutdown() {
+  std::unique_lock lock(state_->mu);
+  state_->stopping = true;
+  for (auto& [id, run] : state_->active) run->token.cancel();
+  state_->drained.wait(lock, [&] { return state_->executing == 0; });
+}
+
+void RunManager::save(const Run& run) const {
+  records_->put(runs_namespace(run.thread_id), run.run_id, run.record);
+}
+
+bool RunManager::busy(const std::string& thread_id) const {
+  std::lock_guard lock(state_->mu);
+  const auto it = state_->queues.find(thread_id);
+  return it != state_->queues.end() && !it->second.empty();
+}
+
+ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequest& request,
+                               std::optional<RunFollow::Kind> kind) {
+  const json body = body_object(request);
+  const std::string assistant_id = string_field(body, "assistant_id");
+  if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
+  const GraphEntry& graph = api_.assistant(assistant_id);
+  const bool stateless = given_thread_id.empty();
+  const std::string multitask =
+      one_of(body, "multitask_strategy", {"reject", "interrupt", "rollback", "enqueue"});
+  const std::string if_not_exists = one_of(body, "if_not_exists", {"reject", "create"});
+  const std::string on_disconnect = one_of(body, "on_disconnect", {"continue", "cancel"});
+  const std::string on_completion = one_of(body, "on_completion", {"delete", "keep"});
+
+  auto run = std::make_shared<Run>();
+  run->run_id = new_uuid4();
+  run->stateless = stateless;
+  run->graph = &graph;
+  run->modes = stream_modes_field(body);
+  run->cancel_on_disconnect = on_disconnect == "cancel";
+  run->input = body.value("input", json());
+  run->command = body.value("command", json());
+  if (!run->command.is_null() && !run->command.is_object()) {
+    throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
+  }
+  graph.graph->check_input(run->input, run->command);  // 422 now rather than a failed run
+  const json user_metadata = metadata_field(body);
+  RunConfig& config = run->config;
+  json configurable = json::object();
+  if (const auto it = body.find("config"); it != body.end() && !it->is_null()) {
+    if (!it->is_object()) throw ApiError{422, "'config' must be an object"};
+    if (const auto c = it->find("configurable"); c != it->end() && c->is_object()) {
+      configurable = *c;
+    }
+    if (const auto r = it->find("recursion_limit"); r != it->end() && !r->is_null()) {
+      if (!r->is_number_integer() || r->get<std::int64_t>() < 1 ||
+          r->get<std::int64_t>() > 1'000'000) {
+        throw ApiError{422, "'config.recursion_limit' must be a positive integer"};
+      }
+      config.recursion_limit = r->get<int>();
+    }
+  }
+  if (const auto it = body.find("context"); it != body.end() && it->is_object()) {
+    config.context = *it;
+  }
+  config.checkpoint_id = string_field(configurable, "checkpoint_id");
+  if (const auto it = body.find("checkpoint"); it != body.end() && it->is_object()) {
+    config.checkpoint_id = string_field(*it, "checkpoint_id");
+  }
+  if (std::string id = string_field(body, "checkpoint_id"); !id.empty()) config.checkpoint_id = id;
+  config.interrupt_before = node_list_field(body, "interrupt_before");
+  config.interrupt_after = node_list_field(body, "interrupt_after");
+  if (const auto it = body.find("stream_subgraphs"); it != body.end() && it->is_boolean()) {
+    config.stream_subgraphs = it->get<bool>();
+  }
+  config.durability = durability_field(body);
+  config.cancellation = run->token;
+  config.run_id = run->run_id;
+
+  std::string thread_id = given_thread_id;
+  const json graph_metadata = {{"graph_id", graph.graph_id},
+                               {"assistant_id", graph.assistant["assistant_id"]}};
+  const bool has_checkpointer = graph.graph->checkpointer() != nullptr;
+  if (!stateless && !has_checkpointer) {
+    throw ApiError{409, fmt::format("graph '{}' was compiled without a checkpointer: it serves "
+                                    "stateless runs only",
+                                    graph.graph_id)};
+  }
+  if (stateless) {
+    thread_id = new_uuid4();
+    (void)threads_.create_record(thread_id, graph_metadata);
+    run->delete_thread_after = on_completion == "delete";
+  } else if (!threads_.find(thread_id)) {
+    if (!is_uuid(thread_id))
+      throw ApiError{422, fmt::format("thread id '{}' is not a UUID", thread_id)};
+    if (if_not_exists != "create") {
+      throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
+    }
+    (void)threads_.create_record(thread_id, graph_metadata);
+  }
+  run->thread_id = thread_id;
+  if (has_checkpointer) config.thread_id = thread_id;
+  configurable["thread_id"] = thread_id;
+  config.configurable = configurable;
+  json metadata = user_metadata;
+  for (auto it = graph_metadata.begin(); it != graph_metadata.end(); ++it) metadata[it.key()] = *it;
+  config.metadata = metadata;
+  config.metadata["run_id"] = run->run_id;
+  config.metadata["thread_id"] = thread_id;
+
+  const std::string now = iso_timestamp_now();
+  run->record = {{"run_id", run->run_id},
+                 {"thread_id", thread_id},
+                 {"assistant_id", graph.assistant["assistant_id"]},
+                 {"metadata", metadata},
+                 {"status", "pending"},
+                 {"kwargs",
+                  {{"input", run->input},
+                   {"command", run->command},
+                   {"config", {{"configurable", configurable}}},
+                   {"context", config.context.is_null() ? json::object() : config.context},
+                   {"stream_mode", run->modes},
+                   {"interrupt_before", config.interrupt_before},
+                   {"interrupt_after", config.interrupt_after},
+                   {"temporary", stateless && run->delete_thread_after},
+                   {"subgraphs", config.stream_subgraphs},
+                   {"resumable", false}}},
+                 {"multitask_strategy", multitask},
+                 {"created_at", now},
+                 {"updated_at", now}};
+  run->channel->publish("", "metadata", {{"run_id", run->run_id}, {"attempt", 1}});
+
+  bool start_now = false;
+  json created_record;
+  std::vector<std::shared_ptr<Run>> dropped;  // pending runs cancelled by this one
+  {
+    std::lock_guard lock(state_->mu);
+    if (state_->stopping) throw ApiError{503, "the server is stopping"};
+    auto& queue = state_->queues[thread_id];
+    if (!queue.empty()) {
+      if (multitask == "reject") {
+        throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy "
+                                        "reject)",
+                                        thread_id, queue.front()->run_id)};
+      }
+      if (multitask == "interrupt" || multitask == "rollback") {
+        for (auto it = queue.begin(); it != queue.end();) {
+          (*it)->cancel_action = multitask;
+          if ((*it)->running) {
+            (*it)->token.cancel();
+            ++it;
+          } else {
+            dropped.push_back(*it);
+            it = queue.erase(it);
+          }
+        }
+      }
+    }
+    created_record = run->record;  // the worker changes run->record from now on
+    queue.push_back(run);
+    state_->active[run->run_id] = run;
+    save(*run);
+    threads_.set_status(thread_id, "busy", graph_metadata);
+    start_now = queue.size() == 1;
+    if (start_now) {
+      run->running = true;  // from now on cancelling it goes through its token
+      ++state_->executing;
+    }
+  }
+  for (const auto& pending : dropped) {
+    finish(pending, pending->cancel_action == "rollback" ? "" : "interrupted", json::object());
+  }
+  if (start_now) {
+    state_->pool.post([this, run] { execute(run); });
+  }
+
+  ApiResponse response;
+  const std::string location = stateless
+                                   ? fmt::format("/runs/{}", run->run_id)
+                                   : fmt::format("/threads/{}/runs/{}", thread_id, run->run_id);
+  if (!kind) {
+    response = json_response(created_record);
+  } else {
+    response.follow = std::make_shared<RunFollow>();
+    response.follow->kind = *kind;
+    response.follow->channel = run->channel;
+    response.follow->event_ids = !stateless;
+    if (run->cancel_on_disconnect) {
+      std::weak_ptr<Run> weak = run;
+      response.follow->on_disconnect = [weak] {
+        if (auto r = weak.lock()) r->token.cancel();
+      };
+    }
+    if (*kind == RunFollow::Kind::stream) response.content_type = "text/event-stream";
+  }
+  response.headers.emplace_back("Content-Location", location);
+  return response;
+}
+
+void RunManager::execute(const std::shared_ptr<Run>& run) {
+  {
+    std::lock_guard lock(state_->mu);
+    run->record["status"] = "running";
+    run->record["updated_at"] = iso_timestamp_now();
+  }
+  const ServedGraph& graph = *run->graph->graph;
+  const auto saver = graph.checkpointer();
+  std::optional<std::string> head_before;
+  std::string status = "success";
+  json result;
+  EventFormatter format(run->modes, run->graph->graph_id, run->run_id, *run->channel);
+  try {
+    if (saver && !run->config.thread_id.empty()) {
+      head_before = saver->latest_checkpoint_id(run->thread_id, "");
+    }
+    format.start(run->input.is_null() ? run->command : run->input);
+    ServedRun served{run->input, run->command, run->config, engine_modes(run->modes),
+                     [&format](ServedEvent&& e) { format(std::move(e)); }};
+    ServedRunResult outcome = graph.run(std::move(served));
+    if (outcome.interrupted) {
+      status = "interrupted";
+      result = format.interrupted(outcome.interrupts);
+    } else {
+      result = std::move(outcome.values);
+      add_langchain_defaults(result);
+    }
+    format.end(result);
+  } catch (const std::exception& e) {
+    std::string action;
+    {
+      std::lock_guard lock(state_->mu);
+      action = run->cancel_action;
+    }
+    if (run->token.cancelled() && dynamic_cast<const CancelledError*>(&e) != nullptr) {
+      status = "interrupted";
+      if (saver && action != "rollback") {
+        try {
+          if (auto state = graph.state(run->config)) result = std::move(state->values);
+        } catch (const std::exception&) {
+          // The result of a cancelled run is informative only.
+        }
+      }
+    } else {
+      status = "error";
+      const json error = {{"error", error_name(e)}, {"message", e.what()}};
+      run->channel->publish("", "error", error);
+      result = {{"__error__", error}};
+    }
+  }
+  std::string action;
+  {
+    std::lock_guard lock(state_->mu);
+    action = run->cancel_action;
+  }
+  if (action == "rollback") {
+    // The Platform deletes a rolled-back run and its checkpoints: the thread's head goes back
+    // to what it was before the run (as a fork of that checkpoint), or to no checkpoint at all.
+    try {
+      if (saver) {
+        const auto head = saver->latest_checkpoint_id(run->thread_id, "");
+        if (!head_before) {
+          saver->delete_thread(run->thread_id);
+        } else if (head != head_before) {
+          RunConfig at;
+          at.thread_id = run->thread_id;
+          at.checkpoint_id = *head_before;
+          (void)graph.update_state(at, json(), "__copy__");
+        }
+      }
+    } catch (const std::exception& e) {
+      status = "error";
+      result = {{"__error__", {{"error", error_name(e)}, {"message", e.what()}}}};
+    }
+    if (status != "error") status.clear();  // deleted
+  }
+  finish(run, status, result);
+}
+
+void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status,
+                        const json& result) {
+  std::shared_ptr<Run> next;
+  bool was_running = false;
+  bool delete_thread = false;
+  {
+    std::lock_guard lock(state_->mu);
+    was_running = run->running;
+    run->running = false;
+    auto queue_it = state_->queues.find(run->thread_id);
+    if (queue_it != state_->queues.end()) {
+      auto& queue = queue_it->second;
+      queue.erase(std::remove(queue.begin(), queue.end(), run), queue.end());
+      if (!queue.empty() && was_running && !state_->stopping) {
+        next = queue.front();
+        next->running = true;
+        ++state_->executing;
+      }
+    }
+    state_->active.erase(run->run_id);
+    if (status.empty()) {
+      records_->remove(runs_namespace(run->thread_id), run->run_id);
+    } else {
+      run->record["status"] = status;
+      run->record["updated_at"] = iso_timestamp_now();
+      save(*run);
+    }
+    const bool idle = queue_it == state_->queues.end() || queue_it->second.empty();
+    if (idle) {
+      if (queue_it != state_->queues.end()) state_->queues.erase(queue_it);
+      if (run->delete_thread_after) {
+        delete_thread = true;
+      } else {
+        const bool graph_interrupt = status == "interrupted" && !run->token.cancelled();
+        threads_.set_status(run->thread_id, status == "error" ? "error"
+                                            : graph_interrupt ? "interrupted"
+                                                              : "idle");
+      }
+    }
+  }
+  if (delete_thread) {
+    if (const auto saver = run->graph->graph->checkpointer()) {
+      try {
+        saver->delete_thread(run->thread_id);
+      } catch (const std::exception&) {
+        // A temporary thread left behind costs space only.
+      }
+    }
+    for (auto& hit : records_->search({.prefix = runs_namespace(run->thread_id),
+                     .limit = std::numeric_limits<std::size_t>::max()})) {
+      records_->remove(runs_namespace(run->thread_id), hit.item.key);
+    }
+    threads_.remove_record(run->thread_id);
+  }
+  run->channel->finish(result);
+  if (next) state_->pool.post([this, next] { execute(next); });
+  if (was_running) {
+    std::lock_guard lock(state_->mu);
+    --state_->executing;
+    state_->drained.notify_all();
+  }
+}
+
+ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& request) const {
+  (void)threads_.require(thread_id);
+  std::int64_t limit = 10;
+  std::int64_t offset = 0;
+  std::string status;
+  if (const auto it = request.query.find("limit"); it != request.query.end()) {
+    limit = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("offset"); it != request.query.end()) {
+    offset = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("status"); it != request.query.end()) status = it->second;
+  if (limit < 1 || offset < 0)
+    throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
+  std::map<std::string, json> by_id;
+  for (auto& hit : records_->search({.prefix = runs_namespace(thread_id),
+                   .limit = std::numeric_limits<std::size_t>::max()})) {
+    by_id[hit.item.key] = std::move(hit.item.value);
+  }
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->queues.find(thread_id); it != state_->queues.end()) {
+      for (const auto& run : it->second) by_id[run->run_id] = run->record;
+    }
+  }
+  std::vector<json> runs;
+  for (auto& [id, run] : by_id) {
+    if (status.empty() || run.value("status", std::string()) == status)
+      runs.push_back(std::move(run));
+  }
+  std::stable_sort(runs.begin(), runs.end(), [](const json& a, const json& b) {
+    return a.value("created_at", std::string()) > b.value("created_at", std::string());
+  });
+  json out = json::array();
+  for (std::int64_t i = offset; i < static_cast<std::int64_t>(runs.size()) && i < offset + limit;
+       ++i) {
+    out.push_back(std::move(runs[static_cast<std::size_t>(i)]));
+  }
+  return json_response(out);
+}
+
+ApiResponse RunManager::get(const std::string& thread_id, const std::string& run_id) const {
+  (void)threads_.require(thread_id);
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->active.find(run_id);
+        it != state_->active.end() && it->second->thread_id == thread_id) {
+      return json_response(it->second->record);
+    }
+  }
+  auto item = records_->get(runs_namespace(thread_id), run_id);
+  if (!item) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+  return json_response(item->value);
+}
+
+ApiResponse RunManager::join(const std::string& thread_id, const std::string& run_id,
+                             const ApiRequest& request, RunFollow::Kind kind) const {
+  const json thread = threads_.require(thread_id);
+  std::shared_ptr<Run> run;
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->active.find(run_id);
+        it != state_->active.end() && it->second->thread_id == thread_id) {
+      run = it->second;
+    }
+  }
+  auto follow = std::make_shared<RunFollow>();
+  follow->kind = kind;
+  ApiResponse response;
+  if (kind == RunFollow::Kind::stream) response.content_type = "text/event-stream";
+  if (!run) {
+    if (!records_->get(runs_namespace(thread_id), run_id)) {
+      throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+    }
+    if (kind == RunFollow::Kind::result) {
+      json values = api_.thread_view(thread).value("values", json::object());
+      if (!values.is_object()) values = json::object();
+      return json_response(values);
+    }
+    follow->channel = std::make_shared<RunChannel>();  // an ended run: an empty stream
+    follow->channel->finish(json::object());
+    response.follow = std::move(follow);
+    return response;
+  }
+  follow->channel = run->channel;
+  if (kind == RunFollow::Kind::stream) {
+    std::vector<RunChannel::Event> so_far;
+    (void)run->channel->poll(0, so_far, nullptr, nullptr);
+    follow->from = so_far.size();  // the events published after joining
+    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
+      follow->modes.push_back(it.first->second);
+    }
+  }
+  if (query_flag(request, "cancel_on_disconnect")) {
+    std::weak_ptr<Run> weak = run;
+    follow->on_disconnect = [weak] {
+      if (auto r = weak.lock()) r->token.cancel();
+    };
+  }
+  response.follow = std::move(follow);
+  return response;
+}
+
+ApiResponse RunManager::join_thread(const std::string& thread_id, const ApiRequest& request) const {
+  (void)threads_.require(thread_id);
+  std::string run_id;
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->queues.find(thread_id);
+        it != state_->queues.end() && !it->second.empty()) {
+      run_id = it->second.front()->run_id;
+    }
+  }
+  if (run_id.empty()) {
+    ApiResponse response;
+    response.content_type = "text/event-stream";
+    response.follow = std::make_shared<RunFollow>();
+    response.follow->kind = RunFollow::Kind::stream;
+    response.follow->channel = std::make_shared<RunChannel>();
+    response.follow->channel->finish(json::object());
+    return response;
+  }
+  return join(thread_id, run_id, request, RunFollow::Kind::stream);
+}
+
+ApiResponse RunManager::cancel(const std::string& thread_id, const std::string& run_id,
+                               const ApiRequest& request) {
+  (void)threads_.require(thread_id);
+  std::string action = "interrupt";
+  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
+  if (action != "interrupt" && action != "rollback") {
+    throw ApiError{422, fmt::format("'action' must be interrupt or rollback, got '{}'", action)};
+  }
+  std::shared_ptr<Run> run;
+  bool pending = false;
+  {
+    std::lock_guard lock(state_->mu);
+    const auto it = state_->active.find(run_id);
+    if (it != state_->active.end() && it->second->thread_id == thread_id) {
+      run = it->second;
+      run->cancel_action = action;
+      pending = !run->running;
+      if (!pending) run->token.cancel();
+    }
+  }
+  if (!run) {
+    if (!records_->get(runs_namespace(thread_id), run_id)) {
+      throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+    }
+    throw ApiError{409, fmt::format("run '{}' has already ended", run_id)};
+  }
+  if (pending) finish(run, action == "rollback" ? "" : "interrupted", json::object());
+  ApiResponse response;
+  if (query_flag(request, "wait")) {
+    response.follow = std::make_shared<RunFollow>();
+    response.follow->kind = RunFollow::Kind::done;
+    response.follow->channel = run->channel;
+    return response;
+  }
+  response.status = 202;
+  response.content_type.clear();
+  return response;
+}
+
+ApiResponse RunManager::cancel_many(const ApiRequest& request) {
+  const json body = body_object(request);
+  std::string action = "interrupt";
+  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
+  const std::string thread_id = string_field(body, "thread_id");
+  const std::vector<std::string> run_ids = string_list_field(body, "run_ids", "run ids");
+  const std::string status = string_field(body, "status");
+  std::vector<std::pair<std::string, std::string>> targets;
+  {
+    std::lock_guard lock(state_->mu);
+    for (const auto& [id, run] : state_->active) {
+      if (!thread_id.empty() && run->thread_id != thread_id) continue;
+      if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), id) == run_ids.end()) {
+        continue;
+      }
+      if (!status.empty() && status != "all" &&
+          status != (run->running ? std::string("running") : std::string("pending"))) {
+        continue;
+      }
+      targets.emplace_back(run->thread_id, id);
+    }
+  }
+  ApiRequest cancel_request;
+  cancel_request.query.emplace("action", action);
+  for (const auto& [thread, id] : targets) {
+    try {
+      (void)cancel(thread, id, cancel_request);
+    } catch (const ApiError&) {
+      // Ended meanwhile.
+    }
+  }
+  return no_content();
+}
+
+ApiResponse RunManager::remove(const std::string& thread_id, const std::string& run_id) {
+  (void)threads_.require(thread_id);
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->active.find(run_id);
+        it != state_->active.end() && it->second->thread_id == thread_id) {
+      throw ApiError{409, fmt::format("run '{}' is {}: cancel it first", run_id,
+                                      it->second->running ? "running" : "pending")};
+    }
+  }
+  if (!records_->get(runs_namespace(thread_id), run_id)) {
+    throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+  }
+  records_->remove(runs_namespace(thread_id), run_id);
+  return no_content();
+}
+
+void RunManager::remove_thread(const std::string& thread_id) {
+  {
+    std::lock_guard lock(state_->mu);
+    if (const auto it = state_->queues.find(thread_id);
+        it != state_->queues.end() && !it->second.empty()) {
+      throw ApiError{409,
+                     fmt::format("thread '{}' has a run in progress: cancel it first", thread_id)};
+    }
+  }
+  for (auto& hit : records_->search({.prefix = runs_namespace(thread_id),
+                   .limit = std::numeric_limits<std::size_t>::max()})) {
+    records_->remove(runs_namespace(thread_id), hit.item.key);
+  }
+}
+
+}  // namespace sg::server

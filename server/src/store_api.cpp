@@ -1,0 +1,170 @@
+// The store endpoints of the LangGraph Server API (long-term memory): PUT, GET and DELETE
+// /store/items, POST /store/items/search, POST /store/namespaces. They serve ServerOptions::store,
+// the store graphs given as a StateGraph also reach; the server's own records live elsewhere.
+#include <stategraph/store/store.hpp>
+
+#include <fmt/format.h>
+
+#include <limits>
+
+#include "api.hpp"
+
+namespace sg::server {
+
+namespace {
+
+using nlohmann::json;
+
+/// A namespace field (`string[]`, labels non-empty and without '.'). Throws ApiError 422.
+Namespace namespace_field(const json& body, const char* name, bool required) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) {
+    if (required) throw ApiError{422, fmt::format("'{}' is required", name)};
+    return {};
+  }
+  Namespace ns = string_list_field(body, name, "strings");
+  for (const auto& label : ns) {
+    if (label.empty() || label.find('.') != std::string::npos) {
+      throw ApiError{422, fmt::format("namespace labels must be non-empty and contain no '.', got "
+                                      "'{}' in '{}'",
+                                      label, name)};
+    }
+  }
+  if (required && ns.empty()) throw ApiError{422, fmt::format("'{}' must not be empty", name)};
+  return ns;
+}
+
+/// "a.b.c" (GET's query) as a namespace.
+Namespace split_namespace(const std::string& text) {
+  Namespace ns;
+  std::size_t from = 0;
+  while (from <= text.size()) {
+    const std::size_t dot = std::min(text.find('.', from), text.size());
+    ns.push_back(text.substr(from, dot - from));
+    from = dot + 1;
+  }
+  for (const auto& label : ns) {
+    if (label.empty()) throw ApiError{422, fmt::format("bad namespace '{}'", text)};
+  }
+  return ns;
+}
+
+std::size_t size_field(const json& body, const char* name, std::size_t fallback,
+                       std::size_t highest) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return fallback;
+  if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
+      it->get<std::uint64_t>() > highest) {
+    throw ApiError{422, fmt::format("'{}' must be an integer from 0 to {}", name, highest)};
+  }
+  return it->get<std::size_t>();
+}
+
+std::optional<bool> bool_query(const ApiRequest& request, const char* name) {
+  const auto it = request.query.find(name);
+  if (it == request.query.end()) return std::nullopt;
+  return it->second == "true" || it->second == "1";
+}
+
+}  // namespace
+
+ApiResponse Api::route_store(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  Store& store = *store_;
+  if (p.size() == 2 && p[1] == "items") {
+    if (m == "PUT") {
+      const json body = body_object(request);
+      const Namespace ns = namespace_field(body, "namespace", true);
+      const std::string key = string_field(body, "key");
+      if (key.empty()) throw ApiError{422, "'key' must be a non-empty string"};
+      const auto value = body.find("value");
+      if (value == body.end() || !value->is_object()) {
+        throw ApiError{422, "'value' must be an object"};
+      }
+      std::optional<double> ttl;
+      if (const auto it = body.find("ttl"); it != body.end() && !it->is_null()) {
+        if (!it->is_number() || it->get<double>() <= 0) {
+          throw ApiError{422, "'ttl' must be a positive number of minutes"};
+        }
+        ttl = it->get<double>();
+      }
+      std::optional<std::vector<std::string>> index;
+      if (const auto it = body.find("index"); it != body.end() && !it->is_null()) {
+        if (it->is_boolean() && !it->get<bool>()) {
+          index.emplace();  // not indexed
+        } else {
+          index = string_list_field(body, "index", "JSON paths (or false)");
+        }
+      }
+      store.put(ns, key, *value, ttl, std::move(index));
+      return no_content();
+    }
+    if (m == "GET") {
+      const auto ns_param = request.query.find("namespace");
+      const auto key_param = request.query.find("key");
+      if (key_param == request.query.end() || key_param->second.empty()) {
+        throw ApiError{422, "the query needs 'key'"};
+      }
+      const Namespace ns = ns_param == request.query.end() || ns_param->second.empty()
+                               ? Namespace{}
+                               : split_namespace(ns_param->second);
+      if (ns.empty()) throw ApiError{422, "the query needs 'namespace'"};
+      auto item = store.get(ns, key_param->second, bool_query(request, "refresh_ttl"));
+      return json_response(item ? to_json(*item) : json());
+    }
+    if (m == "DELETE") {
+      const json body = body_object(request);
+      const Namespace ns = namespace_field(body, "namespace", true);
+      const std::string key = string_field(body, "key");
+      if (key.empty()) throw ApiError{422, "'key' must be a non-empty string"};
+      store.remove(ns, key);
+      return no_content();
+    }
+    throw ApiError{405, fmt::format("{} is not allowed on /store/items", m)};
+  }
+  if (p.size() == 3 && p[1] == "items" && p[2] == "search" && m == "POST") {
+    const json body = body_object(request);
+    SearchOp op;
+    op.prefix = namespace_field(body, "namespace_prefix", false);
+    if (const auto it = body.find("filter"); it != body.end() && !it->is_null()) {
+      if (!it->is_object()) throw ApiError{422, "'filter' must be an object"};
+      op.filter = *it;
+    }
+    // Without an index a query leaves the prefix and filter as they are (the reference server
+    // and LangGraph's stores); stategraph's stores refuse it, so it is not passed on.
+    if (std::string query = string_field(body, "query");
+        !query.empty() && store.semantic_search()) {
+      op.query = query;
+    }
+    op.limit = size_field(body, "limit", 10, 1000);
+    op.offset = size_field(body, "offset", 0, std::numeric_limits<std::int32_t>::max());
+    if (const auto it = body.find("refresh_ttl"); it != body.end() && it->is_boolean()) {
+      op.refresh_ttl = it->get<bool>();
+    }
+    json items = json::array();
+    for (const auto& hit : store.search(std::move(op))) items.push_back(to_json(hit));
+    return json_response({{"items", std::move(items)}});
+  }
+  if (p.size() == 2 && p[1] == "namespaces" && m == "POST") {
+    const json body = body_object(request);
+    ListNamespacesOp op;
+    if (Namespace prefix = namespace_field(body, "prefix", false); !prefix.empty()) {
+      op.match.push_back({MatchCondition::Kind::prefix, std::move(prefix)});
+    }
+    if (Namespace suffix = namespace_field(body, "suffix", false); !suffix.empty()) {
+      op.match.push_back({MatchCondition::Kind::suffix, std::move(suffix)});
+    }
+    if (const auto it = body.find("max_depth"); it != body.end() && !it->is_null()) {
+      op.max_depth = size_field(body, "max_depth", 0, 1000);
+    }
+    op.limit = size_field(body, "limit", 100, 1000);
+    op.offset = size_field(body, "offset", 0, std::numeric_limits<std::int32_t>::max());
+    json namespaces = json::array();
+    for (const auto& ns : store.list_namespaces(std::move(op))) namespaces.push_back(ns);
+    return json_response({{"namespaces", std::move(namespaces)}});
+  }
+  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+}
+
+}  // namespace sg::server

@@ -1,0 +1,561 @@
+// Runs, thread state and the store over real HTTP on 127.0.0.1: wait, SSE streams (event order,
+// modes, ids, Content-Location), join, the four multitask strategies under concurrent requests,
+// cancel during a slow node, a client that disconnects mid-stream, stateless runs, interrupts and
+// Command resume, state, history and update_state, the store endpoints, and bad input.
+#include <stategraph/server/server.hpp>
+#include <stategraph/stategraph.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+#include "server_fixture.hpp"
+#include "support/http_client.hpp"
+
+using nlohmann::json;
+using sg::test::contents;
+using sg::test::human_input;
+using sg::test::Served;
+
+namespace {
+
+/// One SSE event as the SDK decodes it.
+struct SseEvent {
+  std::string event;
+  json data;
+  std::string id;
+};
+
+std::vector<SseEvent> parse_sse(const std::string& body) {
+  std::vector<SseEvent> out;
+  std::size_t at = 0;
+  while (at < body.size()) {
+    const std::size_t end = std::min(body.find("\n\n", at), body.size());
+    const std::string block = body.substr(at, end - at);
+    at = end + 2;
+    SseEvent e;
+    std::size_t line_at = 0;
+    while (line_at < block.size()) {
+      const std::size_t line_end = std::min(block.find('\n', line_at), block.size());
+      const std::string line = block.substr(line_at, line_end - line_at);
+      line_at = line_end + 1;
+      if (line.rfind("event: ", 0) == 0) e.event = line.substr(7);
+      if (line.rfind("data: ", 0) == 0) e.data = json::parse(line.substr(6));
+      if (line.rfind("id: ", 0) == 0) e.id = line.substr(4);
+    }
+    if (!e.event.empty()) out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<std::string> event_names(const std::vector<SseEvent>& events) {
+  std::vector<std::string> out;
+  for (const auto& e : events) out.push_back(e.event);
+  return out;
+}
+
+json run_body(const std::string& text, json extra = json::object()) {
+  json body = {{"assistant_id", "agent"}, {"input", human_input(text)}};
+  body.update(extra);
+  return body;
+}
+
+/// The graph of interrupt_agent: `ask` interrupts with a question and answers with the value
+/// it is resumed with.
+std::shared_ptr<const sg::ServedGraph> asking_graph() {
+  sg::StateGraph<sg::MessagesState> g;
+  g.add_node("ask", [](const sg::MessagesState&) {
+    const json answer = sg::interrupt(json{{"question", "what next?"}});
+    return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(
+        sg::ai("resumed: " + (answer.is_string() ? answer.get<std::string>() : answer.dump())));
+  });
+  g.add_edge(sg::START, "ask").add_edge("ask", sg::END);
+  return sg::served_graph(std::move(g));
+}
+
+}  // namespace
+
+TEST_CASE(
+    "server runs: wait returns the final values, the thread keeps them, history has LangGraph's "
+    "shape") {
+  Served s;
+  const std::string t = s.new_thread();
+  const auto waited = s.post("/threads/" + t + "/runs/wait", run_body("hello"));
+  REQUIRE(waited.status == 200);
+  const json values = json::parse(waited.body);
+  CHECK(contents(values) == std::vector<std::string>{"hello", "echo: hello"});
+  const std::string location = waited.headers.at("content-location");
+  CHECK(location.rfind("/threads/" + t + "/runs/", 0) == 0);
+  // LangChain's message dict.
+  CHECK(values["messages"][0]["type"] == "human");
+  CHECK(values["messages"][0]["additional_kwargs"] == json::object());
+  CHECK(values["messages"][1]["type"] == "ai");
+  CHECK(values["messages"][1]["tool_calls"] == json::array());
+  CHECK(values["messages"][1]["id"].get<std::string>().size() == 36);
+
+  const json thread = s.get_json("/threads/" + t);
+  CHECK(thread["status"] == "idle");
+  CHECK(thread["values"] == values);
+  CHECK(thread["metadata"]["graph_id"] == "agent");
+  CHECK(thread["metadata"]["assistant_id"] == "fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+
+  const json history = s.post_json("/threads/" + t + "/history", {{"limit", 10}});
+  REQUIRE(history.size() == 3);
+  CHECK(history[0]["metadata"]["source"] == "loop");
+  CHECK(history[0]["metadata"]["step"] == 1);
+  CHECK(history[0]["next"] == json::array());
+  CHECK(history[1]["next"] == json::array({"echo"}));
+  CHECK(history[1]["tasks"][0]["name"] == "echo");
+  CHECK(history[2]["metadata"]["source"] == "input");
+  CHECK(history[2]["metadata"]["step"] == -1);
+  CHECK(history[2]["next"] == json::array({"__start__"}));
+  CHECK(history[2]["parent_checkpoint"].is_null());
+  for (std::size_t i = 0; i + 1 < history.size(); ++i) {
+    CHECK(history[i]["parent_checkpoint"]["checkpoint_id"] ==
+          history[i + 1]["checkpoint"]["checkpoint_id"]);
+  }
+  CHECK(history[0]["metadata"]["run_id"] == location.substr(location.rfind('/') + 1));
+  CHECK(s.post_json("/threads/" + t + "/history", {{"limit", 2}}).size() == 2);
+
+  // The state: latest, at a checkpoint by path and by body.
+  const json state = s.get_json("/threads/" + t + "/state");
+  CHECK(state["values"] == values);
+  CHECK(state["checkpoint"] == history[0]["checkpoint"]);
+  const std::string first = history[1]["checkpoint"]["checkpoint_id"];
+  CHECK(contents(s.get_json("/threads/" + t + "/state/" + first)["values"]) ==
+        std::vector<std::string>{"hello"});
+  CHECK(s.post_json("/threads/" + t + "/state/checkpoint",
+                    {{"checkpoint", {{"checkpoint_id", first}}}})["next"] == json::array({"echo"}));
+  CHECK(s.get("/threads/" + t + "/state/1f000000-0000-6000-8000-000000000000").status == 404);
+
+  // A thread without checkpoints.
+  const std::string empty = s.new_thread();
+  const json none = s.get_json("/threads/" + empty + "/state");
+  CHECK(none["values"] == json::object());
+  CHECK(none["next"] == json::array());
+  CHECK(none["checkpoint"].is_null());
+  CHECK(s.post_json("/threads/" + empty + "/history", json::object()) == json::array());
+}
+
+TEST_CASE("server runs: update_state as a node adds an update checkpoint the next run continues") {
+  Served s;
+  const std::string t = s.new_thread();
+  (void)s.post_json("/threads/" + t + "/runs/wait", run_body("one"));
+  const json before = s.get_json("/threads/" + t + "/state");
+  const json saved = s.post_json(
+      "/threads/" + t + "/state",
+      {{"values", {{"messages", json::array({{{"type", "ai"}, {"content", "manual"}}})}}},
+       {"as_node", "echo"}});
+  const json after = s.get_json("/threads/" + t + "/state");
+  CHECK(after["checkpoint"]["checkpoint_id"] == saved["checkpoint"]["checkpoint_id"]);
+  CHECK(after["metadata"]["source"] == "update");
+  CHECK(after["next"] == json::array());
+  CHECK(after["parent_checkpoint"]["checkpoint_id"] == before["checkpoint"]["checkpoint_id"]);
+  CHECK(contents(after["values"]) == std::vector<std::string>{"one", "echo: one", "manual"});
+  const json next = s.post_json("/threads/" + t + "/runs/wait", run_body("two"));
+  CHECK(contents(next) ==
+        std::vector<std::string>{"one", "echo: one", "manual", "two", "echo: two"});
+  // Bad updates: an unknown node, an unknown field, a thread that never ran.
+  CHECK(s.post("/threads/" + t + "/state", json{{"values", json::object()}, {"as_node", "nope"}})
+            .status == 400);
+  CHECK(s.post("/threads/" + t + "/state", json{{"values", {{"nope", 1}}}, {"as_node", "echo"}})
+            .status == 422);
+  CHECK(s.post("/threads/" + s.new_thread() + "/state", json{{"values", json::object()}}).status ==
+        409);
+}
+
+TEST_CASE("server runs: an SSE stream sends metadata first, then the requested modes in order") {
+  Served s;
+  const std::string t = s.new_thread();
+  const auto r = s.post("/threads/" + t + "/runs/stream",
+                        run_body("s2", {{"stream_mode", json::array({"values", "updates"})}}));
+  REQUIRE(r.status == 200);
+  CHECK(r.headers.at("content-type") == "text/event-stream");
+  const auto events = parse_sse(r.body);
+  CHECK(event_names(events) == std::vector<std::string>{"metadata", "values", "updates", "values"});
+  const std::string location = r.headers.at("content-location");
+  CHECK(events[0].data["run_id"] == location.substr(location.rfind('/') + 1));
+  CHECK(events[0].data["attempt"] == 1);
+  for (std::size_t i = 0; i < events.size(); ++i) CHECK(events[i].id == std::to_string(i));
+  CHECK(contents(events[1].data) == std::vector<std::string>{"s2"});
+  CHECK(contents(events[2].data["echo"]) == std::vector<std::string>{"echo: s2"});
+  CHECK(events[3].data == s.get_json("/threads/" + t + "/state")["values"]);
+
+  // updates only: no values events; a string stream_mode works.
+  const auto updates = parse_sse(
+      s.post("/threads/" + t + "/runs/stream", run_body("u", {{"stream_mode", "updates"}})).body);
+  CHECK(event_names(updates) == std::vector<std::string>{"metadata", "updates"});
+
+  // messages-tuple: the node's message with LangGraph's metadata.
+  const auto tuple = parse_sse(
+      s.post("/threads/" + t + "/runs/stream", run_body("m", {{"stream_mode", "messages-tuple"}}))
+          .body);
+  REQUIRE(event_names(tuple) == std::vector<std::string>{"metadata", "messages"});
+  CHECK(tuple[1].data[0]["content"] == "echo: m");
+  CHECK(tuple[1].data[0]["id"].is_string());
+  CHECK(tuple[1].data[1]["langgraph_node"] == "echo");
+
+  // The legacy messages mode, debug, tasks and events name their events after the mode.
+  const auto legacy = parse_sse(
+      s.post("/threads/" + t + "/runs/stream", run_body("l", {{"stream_mode", "messages"}})).body);
+  CHECK(event_names(legacy) ==
+        std::vector<std::string>{"metadata", "messages/metadata", "messages/complete"});
+  const auto debug = parse_sse(
+      s.post("/threads/" + t + "/runs/stream",
+             run_body("d",
+                      {{"stream_mode", json::array({"debug", "tasks", "events", "checkpoints"})}}))
+          .body);
+  std::map<std::string, int> counts;  // and checkpoints: one per superstep checkpoint
+  for (const auto& e : debug) ++counts[e.event];
+  CHECK(counts["tasks"] == 2);  // the task and its result
+  CHECK(counts["checkpoints"] == 3);
+  CHECK(counts["debug"] >= 2);
+  CHECK(counts["events"] >= 4);
+  CHECK(debug[1].event == "events");
+  CHECK(debug[1].data["event"] == "on_chain_start");
+  CHECK(debug.back().data["event"] == "on_chain_end");
+
+  // Stateless streams carry no ids and a /runs/{id} location.
+  const auto stateless = s.post("/runs/stream", run_body("x"));
+  CHECK(stateless.headers.at("content-location").rfind("/runs/", 0) == 0);
+  const auto stateless_events = parse_sse(stateless.body);
+  CHECK(event_names(stateless_events) == std::vector<std::string>{"metadata", "values", "values"});
+  CHECK(stateless_events[0].id.empty());
+}
+
+TEST_CASE("server runs: background runs, get, list, join, join-stream, delete") {
+  Served s;
+  const std::string t = s.new_thread();
+  const auto created = s.post("/threads/" + t + "/runs", run_body("sleep:300"));
+  REQUIRE(created.status == 200);
+  const json run = json::parse(created.body);
+  CHECK(run["status"] == "pending");
+  CHECK(run["multitask_strategy"] == "reject");
+  CHECK(run["assistant_id"] == "fe096781-5601-53d2-b2f6-0d3403f7e9ca");
+  CHECK(run["kwargs"]["stream_mode"] == json::array({"values"}));
+  const std::string id = run["run_id"];
+  CHECK(created.headers.at("content-location") == "/threads/" + t + "/runs/" + id);
+  CHECK(s.get_json("/threads/" + t)["status"] == "busy");
+  // Join-stream: the events published from now on, ending with the run.
+  const auto joined_stream = s.get("/threads/" + t + "/runs/" + id + "/stream");
+  const auto events = parse_sse(joined_stream.body);
+  REQUIRE(!events.empty());
+  CHECK(events.back().event == "values");
+  CHECK(contents(events.back().data).back() == "echo: sleep:300");
+  // Join after the end: the thread's values.
+  const json joined = s.get_json("/threads/" + t + "/runs/" + id + "/join");
+  CHECK(contents(joined) == std::vector<std::string>{"sleep:300", "echo: sleep:300"});
+  CHECK(s.get_json("/threads/" + t + "/runs/" + id)["status"] == "success");
+  CHECK(s.get_json("/threads/" + t)["status"] == "idle");
+  (void)s.post_json("/threads/" + t + "/runs/wait", run_body("b"));
+  const json list = s.get_json("/threads/" + t + "/runs?limit=10");
+  REQUIRE(list.size() == 2);
+  CHECK(list[1]["run_id"] == id);  // newest first
+  CHECK(s.get_json("/threads/" + t + "/runs?limit=1&offset=1").size() == 1);
+  CHECK(s.get("/threads/" + t + "/runs/00000000-0000-4000-8000-000000000000").status == 404);
+  CHECK(sg::test::http_request("DELETE", s.server.url() + "/threads/" + t + "/runs/" + id).status ==
+        204);
+  CHECK(s.get("/threads/" + t + "/runs/" + id).status == 404);
+  CHECK(s.get_json("/threads/" + t + "/runs").size() == 1);
+}
+
+TEST_CASE("server runs: cancel during a slow node interrupts it and writes nothing of the node") {
+  Served s;
+  const std::string t = s.new_thread();
+  const json run = s.post_json("/threads/" + t + "/runs", run_body("sleep:30000"));
+  const std::string path = "/threads/" + t + "/runs/" + run["run_id"].get<std::string>();
+  REQUIRE(sg::test::wait_for_field(s, path, "status", "running"));
+  const auto started = std::chrono::steady_clock::now();
+  const auto cancelled = s.post(path + "/cancel?wait=1&action=interrupt", std::string());
+  CHECK(cancelled.status == 204);
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(10));
+  CHECK(s.get_json(path)["status"] == "interrupted");
+  const json thread = s.get_json("/threads/" + t);
+  CHECK(thread["status"] == "idle");
+  CHECK(contents(thread["values"]) == std::vector<std::string>{"sleep:30000"});
+  CHECK(s.post(path + "/cancel", std::string()).status == 409);  // it ended
+  CHECK(s.post(path + "/cancel?action=explode", std::string()).status == 422);
+  // Cancel without wait answers 202 at once; rollback deletes the run and its checkpoints.
+  const json second = s.post_json("/threads/" + t + "/runs", run_body("sleep:30000"));
+  const std::string second_path = "/threads/" + t + "/runs/" + second["run_id"].get<std::string>();
+  REQUIRE(sg::test::wait_for_field(s, second_path, "status", "running"));
+  CHECK(s.post(second_path + "/cancel?action=rollback", std::string()).status == 202);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (s.get(second_path).status != 404 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  CHECK(s.get(second_path).status == 404);
+  REQUIRE(sg::test::wait_for_field(s, "/threads/" + t, "status", "idle"));
+  CHECK(contents(s.get_json("/threads/" + t)["values"]) == std::vector<std::string>{"sleep:30000"});
+}
+
+TEST_CASE("server runs: the four multitask strategies under concurrent requests") {
+  Served s({.run_workers = 4});
+  const auto start_slow = [&](const std::string& t) {
+    const json run = s.post_json("/threads/" + t + "/runs", run_body("sleep:30000"));
+    const std::string path = "/threads/" + t + "/runs/" + run["run_id"].get<std::string>();
+    REQUIRE(sg::test::wait_for_field(s, path, "status", "running"));
+    return path;
+  };
+  const auto concurrently = [](int n, const std::function<void(int)>& fn) {
+    std::vector<std::thread> threads;
+    for (int i = 0; i < n; ++i) threads.emplace_back(fn, i);
+    for (auto& th : threads) th.join();
+  };
+
+  SUBCASE("reject: every other run is refused with 409, the running one is untouched") {
+    const std::string t = s.new_thread();
+    const std::string slow = start_slow(t);
+    std::atomic<int> refused{0};
+    concurrently(8, [&](int i) {
+      if (s.post("/threads/" + t + "/runs", run_body("r" + std::to_string(i))).status == 409) {
+        ++refused;
+      }
+    });
+    CHECK(refused == 8);
+    CHECK(s.get_json(slow)["status"] == "running");
+    CHECK(s.post(slow + "/cancel?wait=1", std::string()).status == 204);
+  }
+  SUBCASE("interrupt: the running run stops, its input stays, the new run runs on top") {
+    const std::string t = s.new_thread();
+    const std::string slow = start_slow(t);
+    const json b = s.post_json("/threads/" + t + "/runs/wait",
+                               run_body("B", {{"multitask_strategy", "interrupt"}}));
+    CHECK(contents(b) == std::vector<std::string>{"sleep:30000", "B", "echo: B"});
+    CHECK(s.get_json(slow)["status"] == "interrupted");
+  }
+  SUBCASE("rollback: the running run and its checkpoints are gone") {
+    const std::string t = s.new_thread();
+    (void)s.post_json("/threads/" + t + "/runs/wait", run_body("A0"));
+    const std::string slow = start_slow(t);
+    const auto created =
+        s.post("/threads/" + t + "/runs", run_body("B", {{"multitask_strategy", "rollback"}}));
+    REQUIRE(created.status == 200);
+    CHECK(json::parse(created.body)["multitask_strategy"] == "rollback");
+    const std::string b = json::parse(created.body)["run_id"];
+    const json values = s.get_json("/threads/" + t + "/runs/" + b + "/join");
+    CHECK(contents(values) == std::vector<std::string>{"A0", "echo: A0", "B", "echo: B"});
+    CHECK(s.get(slow).status == 404);
+  }
+  SUBCASE("enqueue: concurrent runs all run, one after another, in the order they were queued") {
+    const std::string t = s.new_thread();
+    const std::string slow = start_slow(t);
+    std::vector<std::string> ids(6);
+    concurrently(6, [&](int i) {
+      const auto r = s.post("/threads/" + t + "/runs",
+                            run_body("q" + std::to_string(i), {{"multitask_strategy", "enqueue"}}));
+      if (r.status == 200) ids[static_cast<std::size_t>(i)] = json::parse(r.body)["run_id"];
+    });
+    for (const auto& id : ids) REQUIRE(id.size() == 36);
+    CHECK(s.post(slow + "/cancel", std::string()).status == 202);
+    for (const auto& id : ids) (void)s.get("/threads/" + t + "/runs/" + id + "/join");
+    const auto messages = contents(s.get_json("/threads/" + t)["values"]);
+    REQUIRE(messages.size() == 13);  // the interrupted input, then six inputs with their echoes
+    for (std::size_t i = 1; i < messages.size(); i += 2) {
+      CHECK(messages[i + 1] == "echo: " + messages[i]);
+    }
+    for (const auto& id : ids) {
+      CHECK(s.get_json("/threads/" + t + "/runs/" + id)["status"] == "success");
+    }
+    CHECK(s.get_json("/threads/" + t)["status"] == "idle");
+  }
+}
+
+TEST_CASE("server runs: a client that disconnects mid-stream cancels the run only when asked to") {
+  Served s;
+  const auto stream_then_close = [&](const std::string& t, const json& body) {
+    const std::string text = body.dump();
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
+    const std::string request = "POST /threads/" + t +
+                                "/runs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(text.size()) + "\r\n\r\n" + text;
+    boost::asio::write(socket, boost::asio::buffer(request));
+    std::string got;
+    char chunk[4096];
+    while (got.find("event: metadata") == std::string::npos) {
+      got.append(chunk, socket.read_some(boost::asio::buffer(chunk)));
+    }
+    const auto at = got.find("\"run_id\":\"") + 10;
+    socket.close();
+    return got.substr(at, 36);
+  };
+  const std::string t = s.new_thread();
+  const std::string cancelled =
+      stream_then_close(t, run_body("sleep:30000", {{"on_disconnect", "cancel"}}));
+  CHECK(
+      sg::test::wait_for_field(s, "/threads/" + t + "/runs/" + cancelled, "status", "interrupted"));
+  REQUIRE(sg::test::wait_for_field(s, "/threads/" + t, "status", "idle"));
+  const std::string kept = stream_then_close(t, run_body("sleep:200"));
+  CHECK(sg::test::wait_for_field(s, "/threads/" + t + "/runs/" + kept, "status", "success"));
+  CHECK(contents(s.get_json("/threads/" + t)["values"]).back() == "echo: sleep:200");
+  CHECK(s.get_json("/ok") == json{{"ok", true}});
+}
+
+TEST_CASE("server runs: stateless runs leave no thread behind unless kept") {
+  Served s;
+  const auto threads_now = [&] { return s.post_json("/threads/search", {{"limit", 1000}}).size(); };
+  const std::size_t before = threads_now();
+  const auto waited = s.post("/runs/wait", run_body("hi"));
+  REQUIRE(waited.status == 200);
+  CHECK(contents(json::parse(waited.body)) == std::vector<std::string>{"hi", "echo: hi"});
+  CHECK(waited.headers.at("content-location").rfind("/runs/", 0) == 0);
+  CHECK(threads_now() == before);
+  (void)s.post_json("/runs/wait", run_body("kept", {{"on_completion", "keep"}}));
+  CHECK(threads_now() == before + 1);
+}
+
+TEST_CASE("server runs: interrupts stop a run, input null or Command resume continue it") {
+  sg::Server server({.port = 0});
+  server.add_graph("agent", sg::test::echo_graph());
+  server.add_graph("interrupt_agent", asking_graph());
+  server.start();
+  const auto post = [&](const std::string& path, const json& body) {
+    const auto r = sg::test::http_request("POST", server.url() + path, body.dump());
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    return json::parse(r.body);
+  };
+  const auto get = [&](const std::string& path) {
+    return json::parse(sg::test::http_request("GET", server.url() + path).body);
+  };
+  // interrupt_before in the run body.
+  const std::string t = post("/threads", json::object())["thread_id"];
+  const json stopped =
+      post("/threads/" + t + "/runs/wait", run_body("hi", {{"interrupt_before", {"echo"}}}));
+  // As LangGraph: the last values chunk of a stopped run is its (here empty) interrupt list.
+  CHECK(stopped == json{{"__interrupt__", json::array()}});
+  CHECK(get("/threads/" + t)["status"] == "interrupted");
+  CHECK(get("/threads/" + t + "/state")["next"] == json::array({"echo"}));
+  const json resumed =
+      post("/threads/" + t + "/runs/wait", {{"assistant_id", "agent"}, {"input", nullptr}});
+  CHECK(contents(resumed) == std::vector<std::string>{"hi", "echo: hi"});
+  CHECK(get("/threads/" + t)["status"] == "idle");
+
+  // interrupt() in a node, then Command{resume}.
+  const std::string u = post("/threads", json::object())["thread_id"];
+  const json asked = post("/threads/" + u + "/runs/wait",
+                          {{"assistant_id", "interrupt_agent"}, {"input", human_input("go")}});
+  REQUIRE(asked.size() == 1);
+  REQUIRE(asked.contains("__interrupt__"));
+  CHECK(asked["__interrupt__"][0]["value"] == json{{"question", "what next?"}});
+  const json thread = get("/threads/" + u);
+  CHECK(thread["status"] == "interrupted");
+  REQUIRE(thread["interrupts"].size() == 1);
+  const json state = get("/threads/" + u + "/state");
+  CHECK(state["tasks"][0]["interrupts"][0]["value"]["question"] == "what next?");
+  CHECK(state["interrupts"].size() == 1);
+  const auto stream =
+      sg::test::http_request("POST", server.url() + "/threads/" + u + "/runs/stream",
+                             json{{"assistant_id", "interrupt_agent"},
+                                  {"command", {{"resume", "yes"}}},
+                                  {"stream_mode", "updates"}}
+                                 .dump());
+  const auto events = parse_sse(stream.body);
+  REQUIRE(!events.empty());
+  CHECK(contents(events.back().data["ask"]) == std::vector<std::string>{"resumed: yes"});
+  CHECK(get("/threads/" + u)["status"] == "idle");
+  // The interrupt in a stream: an updates event from __interrupt__.
+  const std::string v = post("/threads", json::object())["thread_id"];
+  const auto interrupted =
+      parse_sse(sg::test::http_request("POST", server.url() + "/threads/" + v + "/runs/stream",
+                                       json{{"assistant_id", "interrupt_agent"},
+                                            {"input", human_input("go")},
+                                            {"stream_mode", json::array({"updates", "values"})}}
+                                           .dump())
+                    .body);
+  bool saw_interrupt = false;
+  for (const auto& e : interrupted) {
+    if (e.event == "updates" && e.data.contains("__interrupt__")) {
+      saw_interrupt = e.data["__interrupt__"][0]["value"]["question"] == "what next?";
+    }
+  }
+  CHECK(saw_interrupt);
+}
+
+TEST_CASE("server runs: bad run requests get a clear 4xx and change nothing") {
+  Served s;
+  const std::string t = s.new_thread();
+  const auto status_of = [&](const std::string& path, const json& body) {
+    return s.post(path, body).status;
+  };
+  const std::string runs = "/threads/" + t + "/runs";
+  CHECK(status_of(runs, {{"input", human_input("x")}}) == 422);  // no assistant_id
+  CHECK(status_of(runs, run_body("x", {{"assistant_id", "nope"}})) == 404);
+  CHECK(status_of(runs, run_body("x", {{"stream_mode", "sideways"}})) == 422);
+  CHECK(status_of(runs, run_body("x", {{"multitask_strategy", "shove"}})) == 422);
+  CHECK(status_of(runs, run_body("x", {{"command", "resume"}})) == 422);
+  CHECK(status_of(runs, {{"assistant_id", "agent"}, {"input", {{"nope", 1}}}}) == 422);
+  CHECK(status_of(runs, {{"assistant_id", "agent"}, {"input", {{"messages", 5}}}}) == 422);
+  CHECK(status_of(runs, run_body("x", {{"config", {{"recursion_limit", -1}}}})) == 422);
+  CHECK(s.post(runs, std::string("{not json")).status == 422);
+  CHECK(status_of("/threads/not-a-uuid/runs", run_body("x")) == 422);
+  CHECK(status_of("/threads/00000000-0000-4000-8000-000000000000/runs", run_body("x")) == 404);
+  CHECK(status_of("/threads/00000000-0000-4000-8000-000000000001/runs/wait",
+                  run_body("x", {{"if_not_exists", "create"}})) == 200);
+  CHECK(s.get_json("/threads/" + t)["status"] == "idle");
+  CHECK(s.get_json(runs) == json::array());
+  // A run that fails inside the graph: the error event, __error__ for wait, thread error.
+  const auto failing =
+      s.post("/threads/" + t + "/runs/wait", run_body("x", {{"config", {{"recursion_limit", 1}}}}));
+  REQUIRE(failing.status == 200);
+  CHECK(json::parse(failing.body)["__error__"]["error"] == "GraphRecursionError");
+  CHECK(s.get_json("/threads/" + t)["status"] == "error");
+  // A thread with an active run cannot be deleted.
+  const json slow = s.post_json(runs, run_body("sleep:30000"));
+  CHECK(sg::test::http_request("DELETE", s.server.url() + "/threads/" + t).status == 409);
+  CHECK(s.post(runs + "/" + slow["run_id"].get<std::string>() + "/cancel?wait=1", std::string())
+            .status == 204);
+  CHECK(sg::test::http_request("DELETE", s.server.url() + "/threads/" + t).status == 204);
+  CHECK(s.get("/threads/" + t).status == 404);
+}
+
+TEST_CASE("server store: put, get, search, namespaces, delete and bad input") {
+  Served s;
+  const auto put = [&](const json& body) {
+    return sg::test::http_request("PUT", s.server.url() + "/store/items", body.dump()).status;
+  };
+  CHECK(put({{"namespace", {"a", "b"}}, {"key", "k1"}, {"value", {{"x", 1}}}}) == 204);
+  CHECK(put({{"namespace", {"a", "c", "d"}}, {"key", "k2"}, {"value", {{"x", 2}}}}) == 204);
+  const json item = s.get_json("/store/items?namespace=a.b&key=k1");
+  CHECK(item["value"] == json{{"x", 1}});
+  CHECK(item["namespace"] == json::array({"a", "b"}));
+  CHECK(s.get_json("/store/items?namespace=a.b&key=missing").is_null());
+  CHECK(put({{"namespace", {"a", "b"}}, {"key", "k1"}, {"value", {{"x", 3}}}}) == 204);
+  const json updated = s.get_json("/store/items?namespace=a.b&key=k1");
+  CHECK(updated["value"] == json{{"x", 3}});
+  CHECK(updated["created_at"] == item["created_at"]);
+  CHECK(updated["updated_at"] >= item["updated_at"]);
+  const json found =
+      s.post_json("/store/items/search", {{"namespace_prefix", {"a"}}, {"filter", {{"x", 2}}}});
+  REQUIRE(found["items"].size() == 1);
+  CHECK(found["items"][0]["key"] == "k2");
+  CHECK(s.post_json("/store/items/search", {{"namespace_prefix", {"a"}}, {"limit", 1}})["items"]
+            .size() == 1);
+  CHECK(s.post_json("/store/items/search", {{"namespace_prefix", {"a"}}, {"query", "x"}})["items"]
+            .size() == 2);
+  CHECK(s.post_json("/store/namespaces", {{"prefix", {"a"}}, {"max_depth", 2}})["namespaces"] ==
+        json::array({{"a", "b"}, {"a", "c"}}));
+  CHECK(s.post_json("/store/namespaces", {{"suffix", {"d"}}})["namespaces"] ==
+        json::array({{"a", "c", "d"}}));
+  CHECK(sg::test::http_request("DELETE", s.server.url() + "/store/items",
+                               json{{"namespace", {"a", "b"}}, {"key", "k1"}}.dump())
+            .status == 204);
+  CHECK(s.get_json("/store/items?namespace=a.b&key=k1").is_null());
+  // Bad input.
+  CHECK(put({{"namespace", {"a.b"}}, {"key", "k"}, {"value", json::object()}}) == 422);
+  CHECK(put({{"namespace", {"a"}}, {"key", "k"}, {"value", 5}}) == 422);
+  CHECK(put({{"namespace", json::array()}, {"key", "k"}, {"value", json::object()}}) == 422);
+  CHECK(put({{"namespace", {"a"}}, {"value", json::object()}}) == 422);
+  CHECK(s.get("/store/items?namespace=a.b").status == 422);
+  CHECK(s.post("/store/items/search", json{{"limit", "ten"}}).status == 422);
+  // The server's own records are not in the user's store.
+  (void)s.new_thread();
+  CHECK(s.post_json("/store/namespaces", json::object())["namespaces"] ==
+        json::array({{"a", "c", "d"}}));
+}
