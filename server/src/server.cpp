@@ -118,45 +118,65 @@ struct Server::Impl {
     return res;
   }
 
+  /// Writes the header of a 200 response whose body follows in chunks.
+  net::awaitable<void> write_chunked_header(beast::tcp_stream& stream, const server::ApiResponse& r,
+                                            unsigned version, bool keep_alive,
+                                            const char* content_type,
+                                            boost::system::error_code& ec) {
+    http::response<http::empty_body> res{http::status::ok, version};
+    res.set(http::field::server, "stategraph");
+    res.set(http::field::content_type, content_type);
+    res.set(http::field::cache_control, "no-cache");
+    for (const auto& [name, value] : r.headers) res.set(name, value);
+    res.keep_alive(keep_alive);
+    res.chunked(true);
+    http::response_serializer<http::empty_body> serializer{res};
+    stream.expires_after(options.idle_timeout);
+    co_await http::async_write_header(stream, serializer,
+                                      net::redirect_error(net::use_awaitable, ec));
+  }
+
   /// Writes a response that follows a run (SSE events as they come, or the result when the run
   /// ends). Returns whether the connection stays usable. A client that goes away, or does not
   /// read for idle_timeout, ends it (and cancels the run when the request asked for that).
-  net::awaitable<bool> follow_run(beast::tcp_stream& stream, server::ApiResponse& r,
-                                  unsigned version, bool keep_alive) {
+  net::awaitable<bool> follow_run(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                  server::ApiResponse& r, unsigned version, bool keep_alive) {
     const std::shared_ptr<server::RunFollow> follow = r.follow;
     const auto executor = co_await net::this_coro::executor;
     auto timer = std::make_shared<net::steady_timer>(executor);
     auto gone = std::make_shared<bool>(false);
     boost::system::error_code ec;
-    // The client sends nothing while it waits for this response: the socket turns readable
-    // when it closes the connection.
+    // The client sends nothing while it waits for this response: a read completes when it
+    // closes the connection (eof, reset). (A wait for readability is not enough: Asio may
+    // complete it at once, on an earlier edge.) Bytes it does send (a pipelined request) stay in
+    // `buffer` for the next request.
+    struct Watch {
+      bool pending = true;
+      std::shared_ptr<net::steady_timer> ended;
+    };
+    auto watch = std::make_shared<Watch>();
+    watch->ended = std::make_shared<net::steady_timer>(executor);
     tcp::socket& socket = stream.socket();
-    socket.async_wait(tcp::socket::wait_read,
-                      [timer, gone, &socket](boost::system::error_code wait_ec) {
-                        if (wait_ec) return;  // cancelled: the response is complete
-                        boost::system::error_code available_ec;
-                        if (socket.available(available_ec) == 0 || available_ec) {
-                          *gone = true;
-                          timer->cancel();
-                        }
-                      });
+    socket.async_read_some(
+        buffer.prepare(4096),
+        [watch, timer, gone, &buffer](boost::system::error_code read_ec, std::size_t n) {
+          // `buffer` outlives this: follow_run waits for it before it returns.
+          watch->pending = false;
+          if (!read_ec) {
+            buffer.commit(n);
+          } else if (read_ec != net::error::operation_aborted) {
+            *gone = true;
+            timer->cancel();
+          }
+          watch->ended->cancel();
+        });
     const auto notify = [timer, executor] { net::post(executor, [timer] { timer->cancel(); }); };
     const auto wait_for_news = [&]() -> net::awaitable<void> {
       co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
     };
     bool usable = keep_alive;
     if (follow->kind == server::RunFollow::Kind::stream) {
-      http::response<http::empty_body> res{http::status::ok, version};
-      res.set(http::field::server, "stategraph");
-      res.set(http::field::content_type, "text/event-stream");
-      res.set(http::field::cache_control, "no-cache");
-      for (auto& [name, value] : r.headers) res.set(name, value);
-      res.keep_alive(keep_alive);
-      res.chunked(true);
-      http::response_serializer<http::empty_body> serializer{res};
-      stream.expires_after(options.idle_timeout);
-      co_await http::async_write_header(stream, serializer,
-                                        net::redirect_error(net::use_awaitable, ec));
+      co_await write_chunked_header(stream, r, version, keep_alive, "text/event-stream", ec);
       std::size_t next = follow->from;
       bool done = static_cast<bool>(ec);
       *gone = *gone || static_cast<bool>(ec);
@@ -196,16 +216,7 @@ struct Server::Impl {
       // The headers go out at once and a newline every few seconds until the result (as the
       // official JS server does): a client that limits its concurrent requests is not held up
       // by a long wait, and a dead client is noticed.
-      http::response<http::empty_body> res{http::status::ok, version};
-      res.set(http::field::server, "stategraph");
-      res.set(http::field::content_type, "application/json");
-      for (auto& [name, value] : r.headers) res.set(name, value);
-      res.keep_alive(keep_alive);
-      res.chunked(true);
-      http::response_serializer<http::empty_body> serializer{res};
-      stream.expires_after(options.idle_timeout);
-      co_await http::async_write_header(stream, serializer,
-                                        net::redirect_error(net::use_awaitable, ec));
+      co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);
       *gone = *gone || static_cast<bool>(ec);
       std::string result;
       std::vector<server::RunChannel::Event> none;
@@ -255,7 +266,13 @@ struct Server::Impl {
         if (ec) usable = false;
       }
     }
-    socket.cancel(ec);  // ends the watch for a closed connection
+    if (watch->pending) {
+      socket.cancel(ec);  // ends the watch for a closed connection
+      while (watch->pending) {
+        watch->ended->expires_at(net::steady_timer::time_point::max());
+        co_await watch->ended->async_wait(net::redirect_error(net::use_awaitable, ec));
+      }
+    }
     if (*gone) {
       if (follow->on_disconnect) follow->on_disconnect();
       usable = false;
@@ -295,7 +312,7 @@ struct Server::Impl {
       const unsigned version = req.version();
       server::ApiResponse response = answer(req);
       if (response.follow) {
-        const bool usable = co_await follow_run(stream, response, version, keep_alive);
+        const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
         if (!usable) break;
         continue;
       }

@@ -34,16 +34,11 @@ inline std::string slurp(const std::filesystem::path& path) {
   return s.str();
 }
 
-/// Runs `program` with `args`, feeding `input` on stdin. Throws if it cannot start.
-inline ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
-                                 const std::string& input = {}) {
-  namespace fs = std::filesystem;
-  char dir_template[] = "/tmp/sg-process-XXXXXX";
-  if (!mkdtemp(dir_template)) throw std::runtime_error("mkdtemp failed");
-  const fs::path dir(dir_template);
-  const fs::path in_path = dir / "stdin", out_path = dir / "stdout", err_path = dir / "stderr";
-  std::ofstream(in_path, std::ios::binary) << input;
-
+/// Starts `program` with `args`, stdin from `in_path` and stdout/stderr into the other two files;
+/// its pid. Throws if it cannot fork.
+inline pid_t spawn(const std::string& program, const std::vector<std::string>& args,
+                   const std::filesystem::path& in_path, const std::filesystem::path& out_path,
+                   const std::filesystem::path& err_path) {
   const pid_t pid = fork();
   if (pid < 0) throw std::runtime_error("fork failed");
   if (pid == 0) {
@@ -61,6 +56,20 @@ inline ProcessResult run_process(const std::string& program, const std::vector<s
     execv(program.c_str(), argv.data());
     _exit(127);
   }
+  return pid;
+}
+
+/// Runs `program` with `args`, feeding `input` on stdin. Throws if it cannot start.
+inline ProcessResult run_process(const std::string& program, const std::vector<std::string>& args,
+                                 const std::string& input = {}) {
+  namespace fs = std::filesystem;
+  char dir_template[] = "/tmp/sg-process-XXXXXX";
+  if (!mkdtemp(dir_template)) throw std::runtime_error("mkdtemp failed");
+  const fs::path dir(dir_template);
+  const fs::path in_path = dir / "stdin", out_path = dir / "stdout", err_path = dir / "stderr";
+  std::ofstream(in_path, std::ios::binary) << input;
+
+  const pid_t pid = spawn(program, args, in_path, out_path, err_path);
   int status = 0;
   waitpid(pid, &status, 0);
   ProcessResult result;
@@ -79,24 +88,7 @@ class BackgroundProcess {
     char dir_template[] = "/tmp/sg-process-XXXXXX";
     if (!mkdtemp(dir_template)) throw std::runtime_error("mkdtemp failed");
     dir_ = dir_template;
-    const std::filesystem::path out_path = dir_ / "stdout", err_path = dir_ / "stderr";
-    pid_ = fork();
-    if (pid_ < 0) throw std::runtime_error("fork failed");
-    if (pid_ == 0) {
-      const int in_fd = open("/dev/null", O_RDONLY);
-      const int out_fd = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      const int err_fd = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (in_fd < 0 || out_fd < 0 || err_fd < 0) _exit(126);
-      dup2(in_fd, 0);
-      dup2(out_fd, 1);
-      dup2(err_fd, 2);
-      std::vector<char*> argv;
-      argv.push_back(const_cast<char*>(program.c_str()));
-      for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(program.c_str(), argv.data());
-      _exit(127);
-    }
+    pid_ = spawn(program, args, "/dev/null", dir_ / "stdout", dir_ / "stderr");
   }
   BackgroundProcess(const BackgroundProcess&) = delete;
   BackgroundProcess& operator=(const BackgroundProcess&) = delete;
