@@ -13,6 +13,8 @@
 //                 of its own (created before the clock starts), loop runs.wait with the input
 //                 "hi" for --duration s after --warmup s; runs/s, latency p50/p99/max, errors,
 //                 and the CPU seconds of this client and of the server (--pid) in that window.
+//                 Every --turns-per-thread runs (default 20; 0: never) a client moves to a fresh
+//                 thread, so that the state (two messages more per run) stays a conversation's.
 //   first_event   --first-events streams (runs.stream, stream_mode values), one after the
 //                 other, each on a fresh thread: time from sending the request to the first
 //                 whole SSE event (must be `metadata`), and to the end of the stream.
@@ -65,7 +67,7 @@ const CLIENT = opt("--client", "http");
 const DURATION_S = Number(opt("--duration", "10"));
 const WARMUP_S = Number(opt("--warmup", "2"));
 const CONCURRENCY = opt("--concurrency", "1,16,256").split(",").map(Number);
-const TURNS_PER_THREAD = Number(opt("--turns-per-thread", "0"));
+const TURNS_PER_THREAD = Number(opt("--turns-per-thread", "20"));
 const FIRST_EVENTS = Number(opt("--first-events", "200"));
 const IDLE_THREADS = Number(opt("--idle-threads", "10000"));
 const STREAMS = Number(opt("--streams", "1000"));

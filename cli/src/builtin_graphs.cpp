@@ -80,6 +80,9 @@ CompileOptions compile_options(const BuiltinGraphOptions& options, std::string n
   compile.checkpointer = options.checkpointer;
   compile.store = options.store;
   compile.name = std::move(name);
+  // A server keeps many threads going at once: remember the final state of more of them than
+  // the default 64, so that their next run starts without reading its checkpoint back.
+  compile.recent_threads = 4096;
   return compile;
 }
 

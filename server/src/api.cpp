@@ -187,6 +187,11 @@ bool RunChannel::poll(std::size_t from, std::vector<Event>& out, std::string* re
   return false;
 }
 
+std::shared_ptr<void> RunChannel::listen() {
+  ++listeners_;
+  return {this, [](RunChannel* channel) { --channel->listeners_; }};
+}
+
 bool RunChannel::done() {
   std::lock_guard lock(mu_);
   return done_;

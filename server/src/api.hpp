@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -115,6 +116,13 @@ class RunChannel {
   /// Whether the run ended.
   [[nodiscard]] bool done();
 
+  /// Registers a stream reader until the returned handle is destroyed: events are only made
+  /// while someone reads them (a wait or join needs the result alone, and a join-stream reads
+  /// the events published after it joined). Thread-safe.
+  [[nodiscard]] std::shared_ptr<void> listen();
+  /// Whether a stream reader is registered (the run's events are wanted). Thread-safe.
+  [[nodiscard]] bool wanted() const noexcept { return listeners_.load() > 0; }
+
  private:
   void wake(std::unique_lock<std::mutex>& lock);
 
@@ -123,6 +131,7 @@ class RunChannel {
   bool done_ = false;
   std::string result_;
   std::vector<std::function<void()>> waiters_;
+  std::atomic<int> listeners_{0};
 };
 
 /// A response that follows a run: the network side writes it as the run goes.
@@ -140,6 +149,8 @@ struct RunFollow {
   /// Called when the client goes away before the end (cancels the run when asked to); may be
   /// empty.
   std::function<void()> on_disconnect;
+  /// A stream's registration as a reader of the channel (RunChannel::listen()).
+  std::shared_ptr<void> listening;
 };
 
 /// The threads (records in the server's record store, one lock for check-then-write).

@@ -111,13 +111,13 @@ class EventFormatter {
         events_(has_mode(modes_, "events")) {}
 
   void start(const json& input) {
-    if (events_) {
+    if (events_ && channel_.wanted()) {
       publish_event("on_chain_start", graph_id_, {{"input", input}}, run_id_);
     }
   }
 
   void end(const json& output) {
-    if (events_) publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
+    if (events_ && channel_.wanted()) publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
   }
 
   /// A run that stopped at an interrupt ends its values with `{"__interrupt__": [...]}` (the
@@ -125,17 +125,26 @@ class EventFormatter {
   /// stop has an empty list.
   json interrupted(const std::vector<Interrupt>& interrupts) {
     json data = {{INTERRUPT, interrupts_json(interrupts)}};
-    if (!last_values_interrupt_ && has_mode(modes_, "values")) {
+    if (!last_values_interrupt_ && has_mode(modes_, "values") && channel_.wanted()) {
       channel_.publish("values", "values", data);
     }
     return data;
   }
 
   void operator()(ServedEvent&& e) {
+    // Nobody reads the stream (a wait, a background run): no event is made. The final state
+    // goes to the result separately.
+    if (!channel_.wanted()) {
+      if (e.mode == StreamMode::values && e.ns.empty()) {
+        last_values_interrupt_ = !e.interrupts.empty();
+      }
+      return;
+    }
     const std::string suffix =
         e.ns.empty() ? std::string() : "|" + fmt::format("{}", fmt::join(e.ns, "|"));
     switch (e.mode) {
       case StreamMode::values: {
+        if (e.data.is_null() && e.interrupts.empty()) break;  // a bare event (nobody read then)
         json data = e.interrupts.empty() ? std::move(e.data)
                                          : json{{"__interrupt__", interrupts_json(e.interrupts)}};
         add_langchain_defaults(data);
@@ -491,6 +500,8 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
                  {"created_at", now},
                  {"updated_at", now}};
   run->channel->publish("", "metadata", {{"run_id", run->run_id}, {"attempt", 1}});
+  std::shared_ptr<void> listening;
+  if (kind == RunFollow::Kind::stream) listening = run->channel->listen();  // before it starts
 
   bool start_now = false;
   json created_record;
@@ -547,6 +558,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     response.follow->kind = *kind;
     response.follow->channel = run->channel;
     response.follow->event_ids = !stateless;
+    response.follow->listening = std::move(listening);
     if (run->cancel_on_disconnect) {
       std::weak_ptr<Run> weak = run;
       response.follow->on_disconnect = [weak] {
@@ -577,7 +589,8 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
     }
     format.start(run->input.is_null() ? run->command : run->input);
     ServedRun served{run->input, run->command, run->config, engine_modes(run->modes),
-                     [&format](ServedEvent&& e) { format(std::move(e)); }};
+                     [&format](ServedEvent&& e) { format(std::move(e)); },
+                     [channel = run->channel.get()] { return channel->wanted(); }};
     ServedRunResult outcome = graph.run(std::move(served));
     if (outcome.interrupted) {
       status = "interrupted";
@@ -787,6 +800,7 @@ ApiResponse RunManager::join(const std::string& thread_id, const std::string& ru
   }
   follow->channel = run->channel;
   if (kind == RunFollow::Kind::stream) {
+    follow->listening = run->channel->listen();
     std::vector<RunChannel::Event> so_far;
     (void)run->channel->poll(0, so_far, nullptr, nullptr);
     follow->from = so_far.size();  // the events published after joining

@@ -35,13 +35,15 @@ struct ServedEvent {
 
 /// A run as the server hands it to a graph: `command` (`{resume, update, goto}`) when not null,
 /// else `input` (an update, `{field: value}`) when not null, else a continuation of the thread.
-/// `on_event` gets each event of `modes`, in order, on the thread that runs the graph.
+/// `on_event` gets each event of `modes`, in order, on the thread that runs the graph, except
+/// while `wants_events` (when set) says no one reads them: then events are not converted.
 struct ServedRun {
   nlohmann::json input{};
   nlohmann::json command{};
   RunConfig config{};
   StreamModes modes{};
   std::function<void(ServedEvent&&)> on_event{};
+  std::function<bool()> wants_events{};
 };
 
 /// How a served run ended: the final state (the state it stopped at when interrupted).
@@ -172,6 +174,15 @@ class ServedCompiledGraph final : public ServedGraph {
 
   [[nodiscard]] ServedRunResult run(ServedRun run) const override {
     auto sink = [&run](const StreamEvent<S>& e) {
+      if (run.wants_events && !run.wants_events()) {
+        // Still tell whether the run stopped at an interrupt (the last values chunk).
+        if (e.mode == StreamMode::values && e.ns.empty()) {
+          ServedEvent bare;
+          bare.interrupts = e.interrupts;
+          run.on_event(std::move(bare));
+        }
+        return;
+      }
       ServedEvent out;
       out.mode = e.mode;
       out.step = e.step;
