@@ -158,7 +158,7 @@ struct Server::Impl {
     watch->ended = std::make_shared<net::steady_timer>(executor);
     tcp::socket& socket = stream.socket();
     socket.async_read_some(
-        buffer.prepare(4096),
+        buffer.prepare(512),
         [watch, timer, gone, &buffer](boost::system::error_code read_ec, std::size_t n) {
           // `buffer` outlives this: follow_run waits for it before it returns.
           watch->pending = false;
