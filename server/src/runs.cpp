@@ -117,7 +117,8 @@ class EventFormatter {
   }
 
   void end(const json& output) {
-    if (events_ && channel_.wanted()) publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
+    if (events_ && channel_.wanted())
+      publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
   }
 
   /// A run that stopped at an interrupt ends its values with `{"__interrupt__": [...]}` (the
@@ -588,7 +589,10 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
       head_before = saver->latest_checkpoint_id(run->thread_id, "");
     }
     format.start(run->input.is_null() ? run->command : run->input);
-    ServedRun served{run->input, run->command, run->config, engine_modes(run->modes),
+    ServedRun served{run->input,
+                     run->command,
+                     run->config,
+                     engine_modes(run->modes),
                      [&format](ServedEvent&& e) { format(std::move(e)); },
                      [channel = run->channel.get()] { return channel->wanted(); }};
     ServedRunResult outcome = graph.run(std::move(served));
