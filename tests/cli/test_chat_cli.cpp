@@ -186,8 +186,9 @@ TEST_CASE("stategraph chat on a terminal (tmux): editing, history, colour, resum
 }
 
 TEST_CASE("stategraph chat on a model server: Ctrl-C stops a reply, the chat goes on") {
-  // The loopback OpenAI server waits 3 s before answering: Ctrl-C lands while the reply is due.
-  sg::testing::LoopbackOpenAI server({.delay = std::chrono::milliseconds(3000)});
+  // The loopback OpenAI server waits 15 s before answering: Ctrl-C lands while the reply is due,
+  // even on a loaded machine (with 3 s, a full sanitizer run once saw the reply finish first).
+  sg::testing::LoopbackOpenAI server({.delay = std::chrono::milliseconds(15000)});
   sg::test::TempDir dir;
   const std::string db = dir.sub("data");
   Tmux tmux(dir.sub("tmux.sock"));
