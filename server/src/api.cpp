@@ -45,7 +45,18 @@ std::string decode(std::string_view text, bool query) {
   return out;
 }
 
-/// An optional integer field of `body` within [low, high]; `fallback` when absent or null.
+/// Only the `select`ed fields of `object` (all when `select` is empty).
+json selected(const json& object, const std::vector<std::string>& select) {
+  if (select.empty()) return object;
+  json out = json::object();
+  for (const auto& field : select) {
+    if (const auto it = object.find(field); it != object.end()) out[field] = *it;
+  }
+  return out;
+}
+
+}  // namespace
+
 std::int64_t int_field(const json& body, const char* name, std::int64_t fallback, std::int64_t low,
                        std::int64_t high) {
   const auto it = body.find(name);
@@ -61,17 +72,16 @@ std::int64_t int_field(const json& body, const char* name, std::int64_t fallback
   return value;
 }
 
-/// Only the `select`ed fields of `object` (all when `select` is empty).
-json selected(const json& object, const std::vector<std::string>& select) {
-  if (select.empty()) return object;
-  json out = json::object();
-  for (const auto& field : select) {
-    if (const auto it = object.find(field); it != object.end()) out[field] = *it;
-  }
-  return out;
+bool query_flag(const ApiRequest& request, const char* name) {
+  const auto it = request.query.find(name);
+  return it != request.query.end() && (it->second == "1" || it->second == "true");
 }
 
-}  // namespace
+json interrupts_json(const std::vector<Interrupt>& interrupts) {
+  json out = json::array();
+  for (const auto& i : interrupts) out.push_back({{"value", i.value}, {"id", i.id}});
+  return out;
+}
 
 std::string string_field(const json& body, const char* name) {
   const auto it = body.find(name);
@@ -133,7 +143,8 @@ SearchPage search_page(const json& body, const std::vector<std::string>& sortabl
   return page;
 }
 
-ApiResponse paged_response(std::vector<json> items, const SearchPage& page) {
+ApiResponse paged_response(std::vector<json> items, const SearchPage& page,
+                           const std::function<void(json&)>& decorate) {
   std::stable_sort(items.begin(), items.end(), [&](const json& a, const json& b) {
     const json& x = a.value(page.sort_by, json());
     const json& y = b.value(page.sort_by, json());
@@ -142,7 +153,9 @@ ApiResponse paged_response(std::vector<json> items, const SearchPage& page) {
   json out = json::array();
   const auto total = static_cast<std::int64_t>(items.size());
   for (std::int64_t i = page.offset; i < total && i < page.offset + page.limit; ++i) {
-    out.push_back(selected(items[static_cast<std::size_t>(i)], page.select));
+    json& item = items[static_cast<std::size_t>(i)];
+    if (decorate) decorate(item);
+    out.push_back(selected(item, page.select));
   }
   ApiResponse response = json_response(out);
   response.headers.emplace_back("X-Pagination-Total", std::to_string(total));

@@ -66,6 +66,17 @@ struct ApiError {
 [[nodiscard]] std::vector<std::string> string_list_field(const nlohmann::json& body,
                                                          const char* name, std::string_view what);
 
+/// An optional integer field of a request `body` within [low, high]; `fallback` when absent or
+/// null. Throws ApiError 422 naming the field otherwise.
+[[nodiscard]] std::int64_t int_field(const nlohmann::json& body, const char* name,
+                                     std::int64_t fallback, std::int64_t low, std::int64_t high);
+
+/// Whether query parameter `name` is "1" or "true" (false when absent).
+[[nodiscard]] bool query_flag(const ApiRequest& request, const char* name);
+
+/// Interrupts as the API shows them: `[{value, id}, ...]`.
+[[nodiscard]] nlohmann::json interrupts_json(const std::vector<Interrupt>& interrupts);
+
 /// The `metadata` object of a request `body` ({} when absent or null). Throws ApiError 422 when
 /// it is not an object.
 [[nodiscard]] nlohmann::json metadata_field(const nlohmann::json& body);
@@ -85,8 +96,10 @@ struct SearchPage {
                                      const std::vector<std::string>& sortable);
 
 /// `items` sorted, paged and selected as `page` says, with the X-Pagination-Total and (when
-/// more follow) X-Pagination-Next headers.
-[[nodiscard]] ApiResponse paged_response(std::vector<nlohmann::json> items, const SearchPage& page);
+/// more follow) X-Pagination-Next headers. `decorate`, when set, completes each item of the page
+/// before the selection.
+[[nodiscard]] ApiResponse paged_response(std::vector<nlohmann::json> items, const SearchPage& page,
+                                         const std::function<void(nlohmann::json&)>& decorate = {});
 
 /// Whether `object` has every key of `subset` with an equal value (LangGraph's metadata
 /// containment).
@@ -278,6 +291,9 @@ class RunManager {
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;
+  /// The run records of a thread (every one).
+  [[nodiscard]] std::vector<SearchItem> run_records(const std::string& thread_id) const;
+  void remove_run_records(const std::string& thread_id) const;
 
   const Api& api_;
   ThreadRegistry& threads_;

@@ -11,79 +11,19 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <condition_variable>
 #include <deque>
 #include <limits>
 #include <map>
-#include <set>
 
 #include "api.hpp"
+#include "run_events.hpp"
 
 namespace sg::server {
 
 namespace {
 
 using nlohmann::json;
-
-constexpr std::array kApiModes = {"values", "updates", "messages",    "messages-tuple", "custom",
-                                  "debug",  "tasks",   "checkpoints", "events"};
-
-/// The stream modes of a body's `stream_mode` (a string or a list; default values).
-std::vector<std::string> stream_modes_field(const json& body) {
-  std::vector<std::string> modes;
-  const auto it = body.find("stream_mode");
-  if (it == body.end() || it->is_null()) {
-    modes.emplace_back("values");
-  } else if (it->is_string()) {
-    modes.push_back(it->get<std::string>());
-  } else {
-    modes = string_list_field(body, "stream_mode", "stream mode names");
-  }
-  for (const auto& mode : modes) {
-    if (std::find(kApiModes.begin(), kApiModes.end(), mode) == kApiModes.end()) {
-      throw ApiError{422, fmt::format("unsupported stream mode '{}' (supported: {})", mode,
-                                      fmt::join(kApiModes, ", "))};
-    }
-  }
-  return modes;
-}
-
-bool has_mode(const std::vector<std::string>& modes, std::string_view mode) {
-  return std::find(modes.begin(), modes.end(), mode) != modes.end();
-}
-
-/// The engine's stream modes that make the API's `modes`.
-StreamModes engine_modes(const std::vector<std::string>& modes) {
-  StreamModes out;
-  for (const auto& mode : modes) {
-    if (mode == "values") out = out | StreamMode::values;
-    if (mode == "updates") out = out | StreamMode::updates;
-    if (mode == "messages" || mode == "messages-tuple") out = out | StreamMode::messages;
-    if (mode == "custom") out = out | StreamMode::custom;
-    if (mode == "debug" || mode == "tasks" || mode == "checkpoints") {
-      out = out | StreamMode::debug;
-    }
-    if (mode == "events") {
-      out =
-          out | StreamMode::values | StreamMode::messages | StreamMode::debug | StreamMode::custom;
-    }
-  }
-  return out;
-}
-
-/// `object[key]` when it is a string, else `fallback` (nlohmann's value() throws on a null).
-std::string text_at(const json& object, const char* key, std::string fallback = {}) {
-  if (!object.is_object()) return fallback;
-  const auto it = object.find(key);
-  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
-}
-
-json interrupts_json(const std::vector<Interrupt>& interrupts) {
-  json out = json::array();
-  for (const auto& i : interrupts) out.push_back({{"value", i.value}, {"id", i.id}});
-  return out;
-}
 
 /// The name of an error as the API reports it (`{"error": name, "message": ...}`).
 std::string error_name(const std::exception& e) {
@@ -98,181 +38,6 @@ std::string error_name(const std::exception& e) {
   }
   return "Error";
 }
-
-/// Turns a run's ServedEvents into the API's events for the requested modes.
-class EventFormatter {
- public:
-  EventFormatter(std::vector<std::string> modes, std::string graph_id, std::string run_id,
-                 RunChannel& channel)
-      : modes_(std::move(modes)),
-        graph_id_(std::move(graph_id)),
-        run_id_(std::move(run_id)),
-        channel_(channel),
-        events_(has_mode(modes_, "events")) {}
-
-  void start(const json& input) {
-    if (events_ && channel_.wanted()) {
-      publish_event("on_chain_start", graph_id_, {{"input", input}}, run_id_);
-    }
-  }
-
-  void end(const json& output) {
-    if (events_ && channel_.wanted())
-      publish_event("on_chain_end", graph_id_, {{"output", output}}, run_id_);
-  }
-
-  /// A run that stopped at an interrupt ends its values with `{"__interrupt__": [...]}` (the
-  /// last values chunk LangGraph streams, and so what wait returns); an interrupt_before/after
-  /// stop has an empty list.
-  json interrupted(const std::vector<Interrupt>& interrupts) {
-    json data = {{INTERRUPT, interrupts_json(interrupts)}};
-    if (!last_values_interrupt_ && has_mode(modes_, "values") && channel_.wanted()) {
-      channel_.publish("values", "values", data);
-    }
-    return data;
-  }
-
-  void operator()(ServedEvent&& e) {
-    // Nobody reads the stream (a wait, a background run): no event is made. The final state
-    // goes to the result separately.
-    if (!channel_.wanted()) {
-      if (e.mode == StreamMode::values && e.ns.empty()) {
-        last_values_interrupt_ = !e.interrupts.empty();
-      }
-      return;
-    }
-    const std::string suffix =
-        e.ns.empty() ? std::string() : "|" + fmt::format("{}", fmt::join(e.ns, "|"));
-    switch (e.mode) {
-      case StreamMode::values: {
-        if (e.data.is_null() && e.interrupts.empty()) break;  // a bare event (nobody read then)
-        json data = e.interrupts.empty() ? std::move(e.data)
-                                         : json{{"__interrupt__", interrupts_json(e.interrupts)}};
-        add_langchain_defaults(data);
-        if (e.ns.empty()) last_values_interrupt_ = !e.interrupts.empty();
-        if (events_ && e.ns.empty()) {
-          publish_event("on_chain_stream", graph_id_, {{"chunk", data}}, run_id_);
-        }
-        if (has_mode(modes_, "values")) channel_.publish("values", "values" + suffix, data);
-        break;
-      }
-      case StreamMode::updates: {
-        json data;
-        if (e.node == INTERRUPT) {
-          data = {{INTERRUPT, interrupts_json(e.interrupts)}};
-        } else {
-          add_langchain_defaults(e.data);
-          data = {{e.node, std::move(e.data)}};
-        }
-        channel_.publish("updates", "updates" + suffix, data);
-        break;
-      }
-      case StreamMode::messages:
-        messages(std::move(e), suffix);
-        break;
-      case StreamMode::custom:
-        if (has_mode(modes_, "custom")) channel_.publish("custom", "custom" + suffix, e.data);
-        break;
-      case StreamMode::debug:
-        debug(std::move(e), suffix);
-        break;
-    }
-  }
-
- private:
-  void publish_event(const char* event, const std::string& name, json data, const std::string& id,
-                     json metadata = json::object()) {
-    channel_.publish("events", "events",
-                     {{"event", event},
-                      {"name", name},
-                      {"run_id", id},
-                      {"tags", json::array()},
-                      {"metadata", std::move(metadata)},
-                      {"data", std::move(data)},
-                      {"parent_ids", id == run_id_ ? json::array() : json::array({run_id_})}});
-  }
-
-  void messages(ServedEvent&& e, const std::string& suffix) {
-    add_langchain_defaults(e.data);
-    std::string id = text_at(e.data, "id");
-    if (id.empty() && e.data.is_object()) {
-      // A node's message without an id (the reducer gives it one later): clients key messages
-      // by id, so this event names it.
-      id = new_uuid4();
-      e.data["id"] = id;
-    }
-    if (events_ && !e.complete) {
-      publish_event("on_chat_model_stream", text_at(e.metadata, "ls_model_name", "model"),
-                    {{"chunk", e.data}}, id.empty() ? run_id_ : id, e.metadata);
-    }
-    if (has_mode(modes_, "messages-tuple")) {
-      channel_.publish("messages-tuple", "messages" + suffix, json::array({e.data, e.metadata}));
-    }
-    if (!has_mode(modes_, "messages")) return;
-    // LangGraph's legacy messages mode: metadata once per message id, then the message so far.
-    if (!id.empty() && seen_.insert(id).second) {
-      channel_.publish("messages", "messages/metadata" + suffix,
-                       {{id, {{"metadata", e.metadata}}}});
-    }
-    if (e.complete) {
-      partial_.erase(id);
-      channel_.publish("messages", "messages/complete" + suffix, json::array({e.data}));
-      return;
-    }
-    json& so_far = partial_[id];
-    if (so_far.is_null()) {
-      so_far = e.data;
-    } else if (so_far["content"].is_string() && e.data["content"].is_string()) {
-      so_far["content"] =
-          so_far["content"].get<std::string>() + e.data["content"].get<std::string>();
-    }
-    channel_.publish("messages", "messages/partial" + suffix, json::array({so_far}));
-  }
-
-  void debug(ServedEvent&& e, const std::string& suffix) {
-    const std::string type = text_at(e.data, "type");
-    if (events_ && e.ns.empty() && e.data.contains("payload")) {
-      const json& payload = e.data["payload"];
-      const std::string task = text_at(payload, "id", run_id_);
-      const std::string name = text_at(payload, "name");
-      if (type == "task") {
-        publish_event("on_chain_start", name, {{"input", payload.value("input", json())}}, task,
-                      {{"langgraph_node", name}, {"langgraph_step", e.step}});
-      } else if (type == "task_result") {
-        json output = payload.value("result", json());
-        add_langchain_defaults(output);
-        publish_event("on_chain_end", name, {{"output", std::move(output)}}, task,
-                      {{"langgraph_node", name}, {"langgraph_step", e.step}});
-      }
-    }
-    if (has_mode(modes_, "tasks") && e.data.contains("payload") &&
-        (type == "task" || type == "task_result")) {
-      json payload = e.data["payload"];
-      add_langchain_defaults(payload);
-      channel_.publish("tasks", "tasks" + suffix, payload);
-    }
-    if (has_mode(modes_, "checkpoints") && e.data.contains("payload") && type == "checkpoint") {
-      json payload = e.data["payload"];
-      add_langchain_defaults(payload);
-      channel_.publish("checkpoints", "checkpoints" + suffix, payload);
-    }
-    if (has_mode(modes_, "debug")) {
-      json data = std::move(e.data);
-      if (data.is_object() && !data.contains("timestamp")) data["timestamp"] = iso_timestamp_now();
-      add_langchain_defaults(data);
-      channel_.publish("debug", "debug" + suffix, data);
-    }
-  }
-
-  std::vector<std::string> modes_;
-  std::string graph_id_;
-  std::string run_id_;
-  RunChannel& channel_;
-  bool events_;
-  bool last_values_interrupt_ = false;
-  std::set<std::string> seen_;
-  std::map<std::string, json> partial_;
-};
 
 std::optional<Durability> durability_field(const json& body) {
   const std::string durability = string_field(body, "durability");
@@ -306,11 +71,6 @@ std::string one_of(const json& body, const char* name, std::initializer_list<con
   }
   throw ApiError{
       422, fmt::format("'{}' must be one of {}, got '{}'", name, fmt::join(allowed, ", "), value)};
-}
-
-bool query_flag(const ApiRequest& request, const char* name) {
-  const auto it = request.query.find(name);
-  return it != request.query.end() && (it->second == "1" || it->second == "true");
 }
 
 }  // namespace
@@ -356,8 +116,7 @@ RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<
   for (const auto& thread : threads_.all()) {
     const std::string id = thread.value("thread_id", std::string());
     if (thread.value("status", std::string()) != "busy") continue;
-    for (auto& hit : records_->search(
-             {.prefix = runs_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
+    for (auto& hit : run_records(id)) {
       json& run = hit.item.value;
       const std::string status = run.value("status", std::string());
       if (status == "pending" || status == "running") {
@@ -379,6 +138,17 @@ void RunManager::shutdown() {
   state_->stopping = true;
   for (auto& [id, run] : state_->active) run->token.cancel();
   state_->drained.wait(lock, [&] { return state_->executing == 0; });
+}
+
+std::vector<SearchItem> RunManager::run_records(const std::string& thread_id) const {
+  return records_->search(
+      {.prefix = runs_namespace(thread_id), .limit = std::numeric_limits<std::size_t>::max()});
+}
+
+void RunManager::remove_run_records(const std::string& thread_id) const {
+  for (const auto& hit : run_records(thread_id)) {
+    records_->remove(runs_namespace(thread_id), hit.item.key);
+  }
 }
 
 void RunManager::save(const Run& run) const {
@@ -605,20 +375,8 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
     }
     format.end(result);
   } catch (const std::exception& e) {
-    std::string action;
-    {
-      std::lock_guard lock(state_->mu);
-      action = run->cancel_action;
-    }
     if (run->token.cancelled() && dynamic_cast<const CancelledError*>(&e) != nullptr) {
       status = "interrupted";
-      if (saver && action != "rollback") {
-        try {
-          if (auto state = graph.state(run->config)) result = std::move(state->values);
-        } catch (const std::exception&) {
-          // The result of a cancelled run is informative only.
-        }
-      }
     } else {
       status = "error";
       const json error = {{"error", error_name(e)}, {"message", e.what()}};
@@ -630,6 +388,12 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
   {
     std::lock_guard lock(state_->mu);
     action = run->cancel_action;
+  }
+  if (status == "interrupted" && result.is_null() && saver && action != "rollback") {
+    try {  // a cancelled run's result: the state it stopped at (informative only)
+      if (auto state = graph.state(run->config)) result = std::move(state->values);
+    } catch (const std::exception&) {
+    }
   }
   if (action == "rollback") {
     // The Platform deletes a rolled-back run and its checkpoints: the thread's head goes back
@@ -703,10 +467,7 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
         // A temporary thread left behind costs space only.
       }
     }
-    for (auto& hit : records_->search({.prefix = runs_namespace(run->thread_id),
-                     .limit = std::numeric_limits<std::size_t>::max()})) {
-      records_->remove(runs_namespace(run->thread_id), hit.item.key);
-    }
+    remove_run_records(run->thread_id);
     threads_.remove_record(run->thread_id);
   }
   run->channel->finish(result);
@@ -733,8 +494,7 @@ ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& req
   if (limit < 1 || offset < 0)
     throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
   std::map<std::string, json> by_id;
-  for (auto& hit : records_->search({.prefix = runs_namespace(thread_id),
-                   .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (auto& hit : run_records(thread_id)) {
     by_id[hit.item.key] = std::move(hit.item.value);
   }
   {
@@ -943,10 +703,7 @@ void RunManager::remove_thread(const std::string& thread_id) {
                      fmt::format("thread '{}' has a run in progress: cancel it first", thread_id)};
     }
   }
-  for (auto& hit : records_->search({.prefix = runs_namespace(thread_id),
-                   .limit = std::numeric_limits<std::size_t>::max()})) {
-    records_->remove(runs_namespace(thread_id), hit.item.key);
-  }
+  remove_run_records(thread_id);
 }
 
 }  // namespace sg::server

@@ -212,29 +212,37 @@ struct Server::Impl {
                                   net::redirect_error(net::use_awaitable, ec));
         if (ec) usable = false;
       }
-    } else if (follow->kind == server::RunFollow::Kind::result) {
-      // The headers go out at once and a newline every few seconds until the result (as the
-      // official JS server does): a client that limits its concurrent requests is not held up
-      // by a long wait, and a dead client is noticed.
-      co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);
-      *gone = *gone || static_cast<bool>(ec);
+    } else {
+      // result: the run's result as the body; done: 204 once the run ended.
+      // For a result the headers go out at once and a newline every few seconds until the result
+      // (as the official JS server does): a client that limits its concurrent requests is not held
+      // up by a long wait, and a dead client is noticed.
+      const bool with_body = follow->kind == server::RunFollow::Kind::result;
+      if (with_body) {
+        co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);
+        *gone = *gone || static_cast<bool>(ec);
+      }
       std::string result;
       std::vector<server::RunChannel::Event> none;
       while (!*gone) {
-        timer->expires_after(kKeepAliveInterval);
+        if (with_body) {
+          timer->expires_after(kKeepAliveInterval);
+        } else {
+          timer->expires_at(net::steady_timer::time_point::max());
+        }
         if (follow->channel->poll(std::numeric_limits<std::size_t>::max(), none, &result, notify)) {
           break;
         }
         stream.expires_never();
         co_await wait_for_news();
-        if (!ec && !*gone) {  // the interval passed: a keep-alive newline
+        if (with_body && !ec && !*gone) {  // the interval passed: a keep-alive newline
           stream.expires_after(options.idle_timeout);
           co_await net::async_write(stream, http::make_chunk(net::buffer("\n", 1)),
                                     net::redirect_error(net::use_awaitable, ec));
           if (ec) *gone = true;
         }
       }
-      if (!*gone) {
+      if (!*gone && with_body) {
         stream.expires_after(options.idle_timeout);
         co_await net::async_write(stream, http::make_chunk(net::buffer(result)),
                                   net::redirect_error(net::use_awaitable, ec));
@@ -243,19 +251,7 @@ struct Server::Impl {
                                     net::redirect_error(net::use_awaitable, ec));
         }
         if (ec) usable = false;
-      }
-    } else {
-      std::string result;
-      std::vector<server::RunChannel::Event> none;
-      stream.expires_never();
-      while (!*gone) {
-        timer->expires_at(net::steady_timer::time_point::max());
-        if (follow->channel->poll(std::numeric_limits<std::size_t>::max(), none, &result, notify)) {
-          break;
-        }
-        co_await wait_for_news();
-      }
-      if (!*gone) {
+      } else if (!*gone) {
         server::ApiResponse out;
         out.status = 204;
         out.content_type.clear();

@@ -49,23 +49,6 @@ Namespace split_namespace(const std::string& text) {
   return ns;
 }
 
-std::size_t size_field(const json& body, const char* name, std::size_t fallback,
-                       std::size_t highest) {
-  const auto it = body.find(name);
-  if (it == body.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer() || it->get<std::int64_t>() < 0 ||
-      it->get<std::uint64_t>() > highest) {
-    throw ApiError{422, fmt::format("'{}' must be an integer from 0 to {}", name, highest)};
-  }
-  return it->get<std::size_t>();
-}
-
-std::optional<bool> bool_query(const ApiRequest& request, const char* name) {
-  const auto it = request.query.find(name);
-  if (it == request.query.end()) return std::nullopt;
-  return it->second == "true" || it->second == "1";
-}
-
 }  // namespace
 
 ApiResponse Api::route_store(const ApiRequest& request) const {
@@ -110,7 +93,9 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
                                ? Namespace{}
                                : split_namespace(ns_param->second);
       if (ns.empty()) throw ApiError{422, "the query needs 'namespace'"};
-      auto item = store.get(ns, key_param->second, bool_query(request, "refresh_ttl"));
+      std::optional<bool> refresh_ttl;  // absent: the store's default
+      if (request.query.count("refresh_ttl") != 0) refresh_ttl = query_flag(request, "refresh_ttl");
+      auto item = store.get(ns, key_param->second, refresh_ttl);
       return json_response(item ? to_json(*item) : json());
     }
     if (m == "DELETE") {
@@ -137,8 +122,9 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
         !query.empty() && store.semantic_search()) {
       op.query = query;
     }
-    op.limit = size_field(body, "limit", 10, 1000);
-    op.offset = size_field(body, "offset", 0, std::numeric_limits<std::int32_t>::max());
+    op.limit = static_cast<std::size_t>(int_field(body, "limit", 10, 0, 1000));
+    op.offset = static_cast<std::size_t>(
+        int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max()));
     if (const auto it = body.find("refresh_ttl"); it != body.end() && it->is_boolean()) {
       op.refresh_ttl = it->get<bool>();
     }
@@ -156,10 +142,11 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
       op.match.push_back({MatchCondition::Kind::suffix, std::move(suffix)});
     }
     if (const auto it = body.find("max_depth"); it != body.end() && !it->is_null()) {
-      op.max_depth = size_field(body, "max_depth", 0, 1000);
+      op.max_depth = static_cast<std::size_t>(int_field(body, "max_depth", 0, 0, 1000));
     }
-    op.limit = size_field(body, "limit", 100, 1000);
-    op.offset = size_field(body, "offset", 0, std::numeric_limits<std::int32_t>::max());
+    op.limit = static_cast<std::size_t>(int_field(body, "limit", 100, 0, 1000));
+    op.offset = static_cast<std::size_t>(
+        int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max()));
     json namespaces = json::array();
     for (const auto& ns : store.list_namespaces(std::move(op))) namespaces.push_back(ns);
     return json_response({{"namespaces", std::move(namespaces)}});

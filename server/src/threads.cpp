@@ -38,10 +38,6 @@ json checkpoint_json(const CheckpointConfig& c) {
           {"checkpoint_map", nullptr}};
 }
 
-json interrupt_json(const Interrupt& i) {
-  return {{"value", i.value}, {"id", i.id}};
-}
-
 /// The checkpoint id of a `checkpoint` object (`{checkpoint_id, ...}`) or of a
 /// `{configurable: {checkpoint_id}}` config in `body[name]`; empty when absent.
 std::string checkpoint_id_of(const json& body, const char* name) {
@@ -68,12 +64,10 @@ bool is_uuid(std::string_view id) {
 json thread_state_json(ServedSnapshot s) {
   json tasks = json::array();
   for (auto& t : s.tasks) {
-    json interrupts = json::array();
-    for (const auto& i : t.interrupts) interrupts.push_back(interrupt_json(i));
     json task = {{"id", t.id},
                  {"name", t.name},
                  {"error", t.error.empty() ? json() : json(t.error)},
-                 {"interrupts", std::move(interrupts)},
+                 {"interrupts", interrupts_json(t.interrupts)},
                  {"path", {"__pregel_pull", t.name}},
                  {"checkpoint", nullptr},
                  {"state", nullptr}};
@@ -83,15 +77,13 @@ json thread_state_json(ServedSnapshot s) {
     }
     tasks.push_back(std::move(task));
   }
-  json interrupts = json::array();
-  for (const auto& i : s.interrupts) interrupts.push_back(interrupt_json(i));
   add_langchain_defaults(s.values);
   json metadata = s.metadata.is_null() ? json::object() : std::move(s.metadata);
   if (!metadata.contains("parents")) metadata["parents"] = json::object();
   return {{"values", std::move(s.values)},
           {"next", s.next},
           {"tasks", std::move(tasks)},
-          {"interrupts", std::move(interrupts)},
+          {"interrupts", interrupts_json(s.interrupts)},
           {"metadata", std::move(metadata)},
           {"created_at", s.created_at.empty() ? json() : json(s.created_at)},
           {"checkpoint", checkpoint_json(s.config)},
@@ -255,10 +247,7 @@ json Api::thread_view(json thread) const {
   thread["values"] = std::move(state->values);
   json interrupts = json::object();
   for (const auto& task : state->tasks) {
-    if (task.interrupts.empty()) continue;
-    json list = json::array();
-    for (const auto& i : task.interrupts) list.push_back(interrupt_json(i));
-    interrupts[task.id] = std::move(list);
+    if (!task.interrupts.empty()) interrupts[task.id] = interrupts_json(task.interrupts);
   }
   thread["interrupts"] = std::move(interrupts);
   return thread;
@@ -290,19 +279,9 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
   if (p.size() == 2 && p[1] == "search" && m == "POST") {
     const json body = body_object(request);
     const SearchPage page = search_page(body, {"thread_id", "status", "created_at", "updated_at"});
-    std::vector<json> found = threads_->search(body);
-    ApiResponse response = paged_response(std::move(found), page);
-    // Values only for the page (each is a checkpoint read).
-    json items = json::parse(response.body);
-    for (auto& t : items) {
-      if (t.contains("thread_id") && (page.select.empty() || t.contains("values"))) {
-        const json view = thread_view(t);
-        if (view.contains("values")) t["values"] = view["values"];
-        if (page.select.empty()) t["interrupts"] = view.value("interrupts", json::object());
-      }
-    }
-    response.body = items.dump(-1, ' ', false, json::error_handler_t::replace);
-    return response;
+    // Values and interrupts only for the page (each is a checkpoint read).
+    return paged_response(threads_->search(body), page,
+                          [this](json& t) { t = thread_view(std::move(t)); });
   }
   if (p.size() == 2 && p[1] == "count" && m == "POST") {
     return json_response(threads_->search(body_object(request)).size());

@@ -92,9 +92,11 @@ TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and aft
                                 {{"assistant_id", "agent"}, {"input", human("sleep:60000")}});
     REQUIRE(run.status == 200);
     slow_run = json::parse(run.body)["run_id"];
-    for (int i = 0; i < 200; ++i) {
-      if (json::parse(serve.get("/threads/" + thread_id + "/runs/" + slow_run).body)["status"] ==
-          "running") {
+    // Killed once echo is due: the run's input and first step are checkpointed (a run that is
+    // merely "running" may not have written them yet).
+    for (int i = 0; i < 1500; ++i) {
+      if (json::parse(serve.get("/threads/" + thread_id + "/state").body)["next"] ==
+          json::array({"echo"})) {
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(20));

@@ -254,9 +254,7 @@ class ServedStateGraph final : public ServedGraph {
   ServedStateGraph(StateGraph<S> graph, CompileOptions options)
       : graph_(std::move(graph)),
         options_(std::move(options)),
-        drawing_(graph_.compile(options_)) {}
-
-  [[nodiscard]] nlohmann::json draw_json() const override { return drawing_.draw_json(); }
+        unbound_(graph_.compile(options_)) {}
 
   [[nodiscard]] std::shared_ptr<const ServedGraph> bind(
       const std::shared_ptr<Checkpointer>& checkpointer,
@@ -267,32 +265,33 @@ class ServedStateGraph final : public ServedGraph {
     return std::make_shared<ServedCompiledGraph<S>>(graph_.compile(std::move(options)));
   }
 
-  // Unbound: no threads. The server serves what bind() returns.
+  // Unbound (compiled with the given options only): the server serves what bind() returns.
+  [[nodiscard]] nlohmann::json draw_json() const override { return unbound_.draw_json(); }
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
-    return options_.checkpointer;
+    return unbound_.checkpointer();
   }
   void check_input(const nlohmann::json& input, const nlohmann::json& command) const override {
-    ServedCompiledGraph<S>(drawing_).check_input(input, command);
+    unbound_.check_input(input, command);
   }
   [[nodiscard]] ServedRunResult run(ServedRun run) const override {
-    return ServedCompiledGraph<S>(drawing_).run(std::move(run));
+    return unbound_.run(std::move(run));
   }
   [[nodiscard]] std::optional<ServedSnapshot> state(const RunConfig& config) const override {
-    return ServedCompiledGraph<S>(drawing_).state(config);
+    return unbound_.state(config);
   }
   [[nodiscard]] std::vector<ServedSnapshot> history(const RunConfig& config,
                                                     ListOptions options) const override {
-    return ServedCompiledGraph<S>(drawing_).history(config, std::move(options));
+    return unbound_.history(config, std::move(options));
   }
   CheckpointConfig update_state(const RunConfig& config, const nlohmann::json& values,
                                 std::optional<std::string> as_node) const override {
-    return ServedCompiledGraph<S>(drawing_).update_state(config, values, std::move(as_node));
+    return unbound_.update_state(config, values, std::move(as_node));
   }
 
  private:
   StateGraph<S> graph_;
   CompileOptions options_;
-  CompiledGraph<S> drawing_;  // compiled without the server's storage: checks it, draws it
+  ServedCompiledGraph<S> unbound_;
 };
 
 }  // namespace detail
