@@ -166,7 +166,9 @@ struct RunFollow {
   std::shared_ptr<void> listening;
 };
 
-/// The threads (records in the server's record store, one lock for check-then-write).
+/// The threads (records in the server's record store, one lock for check-then-write). A thread
+/// with a run in progress is "busy": its record is then kept in memory and written back once when
+/// the run ends, since a busy status is never worth persisting (recovery after a crash resets it).
 /// Thread-safe.
 class ThreadRegistry {
  public:
@@ -183,6 +185,8 @@ class ThreadRegistry {
   /// PATCH /threads/{id}: metadata merged (shallow).
   [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
   /// Sets the status (and merges `metadata` into the record's); no effect on a deleted thread.
+  /// "busy" keeps the record in memory (written only when `metadata` changes it); any other
+  /// status writes it back.
   void set_status(const std::string& thread_id, std::string_view status,
                   const nlohmann::json& metadata = nullptr);
   /// Removes the record; false when there was none.
@@ -193,8 +197,11 @@ class ThreadRegistry {
   [[nodiscard]] std::vector<nlohmann::json> all() const;
 
  private:
+  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
+
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;
+  std::map<std::string, nlohmann::json, std::less<>> busy_;  // the busy threads' records
 };
 
 /// A registered graph and its system assistant.
@@ -291,6 +298,8 @@ class RunManager {
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;
+  /// Where the markers of unfinished runs live (key run_id, value {thread_id}).
+  static const Namespace& active_runs_namespace();
   /// The run records of a thread (every one).
   [[nodiscard]] std::vector<SearchItem> run_records(const std::string& thread_id) const;
   void remove_run_records(const std::string& thread_id) const;

@@ -2,7 +2,9 @@
 // refused (reject), or the active ones cancelled first (interrupt, rollback); runs execute on a
 // pool of workers and publish their events to a RunChannel that SSE streams, waits and joins
 // read. Run records live in the record store under ("stategraph", "runs", thread_id): written when
-// a run is created and when it ends (the in-memory record is the truth while it is active).
+// a run is created and when it ends (the in-memory record is the truth while it is active). A
+// small marker under ("stategraph", "active_runs") names each unfinished run, so that start-up
+// finds the runs a crash left behind without reading every record.
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/time.hpp>
@@ -111,21 +113,22 @@ RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<
       threads_(threads),
       records_(std::move(records)),
       state_(std::make_unique<State>(workers)) {
-  // Runs do not survive the process: a thread left busy by a crash is idle again, and the runs
-  // it had are marked as failed.
-  for (const auto& thread : threads_.all()) {
-    const std::string id = thread.value("thread_id", std::string());
-    if (thread.value("status", std::string()) != "busy") continue;
-    for (auto& hit : run_records(id)) {
-      json& run = hit.item.value;
+  // Runs do not survive the process: the runs a crash left unfinished are marked as failed, and
+  // their threads are idle again.
+  for (const auto& marker : records_->search(
+           {.prefix = active_runs_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+    const std::string thread_id = marker.item.value.value("thread_id", std::string());
+    if (auto item = records_->get(runs_namespace(thread_id), marker.item.key)) {
+      json& run = item->value;
       const std::string status = run.value("status", std::string());
       if (status == "pending" || status == "running") {
         run["status"] = "error";
         run["updated_at"] = iso_timestamp_now();
-        records_->put(runs_namespace(id), hit.item.key, run);
+        records_->put(runs_namespace(thread_id), marker.item.key, run);
       }
     }
-    threads_.set_status(id, "idle");
+    threads_.set_status(thread_id, "idle");
+    records_->remove(active_runs_namespace(), marker.item.key);
   }
 }
 
@@ -149,6 +152,11 @@ void RunManager::remove_run_records(const std::string& thread_id) const {
   for (const auto& hit : run_records(thread_id)) {
     records_->remove(runs_namespace(thread_id), hit.item.key);
   }
+}
+
+const Namespace& RunManager::active_runs_namespace() {
+  static const Namespace ns{"stategraph", "active_runs"};
+  return ns;
 }
 
 void RunManager::save(const Run& run) const {
@@ -304,6 +312,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     queue.push_back(run);
     state_->active[run->run_id] = run;
     save(*run);
+    records_->put(active_runs_namespace(), run->run_id, {{"thread_id", thread_id}});
     threads_.set_status(thread_id, "busy", graph_metadata);
     start_now = queue.size() == 1;
     if (start_now) {
@@ -439,6 +448,7 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
       }
     }
     state_->active.erase(run->run_id);
+    records_->remove(active_runs_namespace(), run->run_id);
     if (status.empty()) {
       records_->remove(runs_namespace(run->thread_id), run->run_id);
     } else {

@@ -107,10 +107,17 @@ ApiResponse no_content() {
 
 ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> records) : records_(std::move(records)) {}
 
-std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
+std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id) const {
+  if (const auto busy = busy_.find(thread_id); busy != busy_.end())
+    return std::optional<json>(busy->second);
   auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
-  return item->value;
+  return std::move(item->value);
+}
+
+std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
+  std::lock_guard lock(mu_);
+  return find_locked(thread_id);
 }
 
 json ThreadRegistry::require(const std::string& thread_id) const {
@@ -123,7 +130,7 @@ json ThreadRegistry::require(const std::string& thread_id) const {
 json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
   require_uuid(thread_id, "thread id");
   std::lock_guard lock(mu_);
-  if (auto existing = find(thread_id)) return *existing;
+  if (auto existing = find_locked(thread_id)) return *existing;
   const std::string now = iso_timestamp_now();
   json thread = {{"thread_id", thread_id}, {"created_at", now},
                  {"updated_at", now},      {"metadata", metadata},
@@ -150,7 +157,7 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   require_uuid(thread_id, "thread id");
   {
     std::lock_guard lock(mu_);
-    if (auto existing = find(thread_id)) {
+    if (auto existing = find_locked(thread_id)) {
       if (if_exists == "do_nothing") return json_response(*existing);
       throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
     }
@@ -161,41 +168,59 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
 ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
   const json body = body_object(request);
   const json metadata = metadata_field(body);
+  require_uuid(thread_id, "thread id");
   std::lock_guard lock(mu_);
-  json thread = require(thread_id);
+  auto found = find_locked(thread_id);
+  if (!found) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
+  json& thread = *found;
   for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
   thread["updated_at"] = iso_timestamp_now();
   records_->put(threads_namespace(), thread_id, thread);
+  if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
   return json_response(thread);
 }
 
 void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
                                 const json& metadata) {
   std::lock_guard lock(mu_);
-  auto thread = find(thread_id);
+  auto thread = find_locked(thread_id);
   if (!thread) return;
-  (*thread)["status"] = status;
+  bool metadata_changed = false;
   if (metadata.is_object()) {
+    json& merged = (*thread)["metadata"];
     for (auto it = metadata.begin(); it != metadata.end(); ++it) {
-      (*thread)["metadata"][it.key()] = *it;
+      if (const auto old = merged.find(it.key()); old != merged.end() && *old == *it) continue;
+      merged[it.key()] = *it;
+      metadata_changed = true;
     }
   }
+  (*thread)["status"] = status;
   (*thread)["updated_at"] = iso_timestamp_now();
+  if (status == "busy") {
+    // The metadata (a first run's graph_id) must survive a crash; the status need not.
+    if (metadata_changed) records_->put(threads_namespace(), thread_id, *thread);
+    busy_.insert_or_assign(thread_id, *std::move(thread));
+    return;
+  }
+  busy_.erase(thread_id);
   records_->put(threads_namespace(), thread_id, *thread);
 }
 
 bool ThreadRegistry::remove_record(const std::string& thread_id) {
   std::lock_guard lock(mu_);
-  if (!find(thread_id)) return false;
+  if (!find_locked(thread_id)) return false;
+  busy_.erase(thread_id);
   records_->remove(threads_namespace(), thread_id);
   return true;
 }
 
 std::vector<json> ThreadRegistry::all() const {
   std::vector<json> out;
+  std::lock_guard lock(mu_);
   for (auto& hit : records_->search(
            {.prefix = threads_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
-    out.push_back(std::move(hit.item.value));
+    const auto busy = busy_.find(hit.item.key);
+    out.push_back(busy != busy_.end() ? busy->second : std::move(hit.item.value));
   }
   return out;
 }

@@ -125,18 +125,15 @@ void KvStore::Impl::do_put(const PutOp& op) {
   auto vectors = embed_item(op);  // before any write: a failing embedder changes nothing
   std::lock_guard lock(write_mu_);
   const std::int64_t now = now_micros();
-  Record r;
-  r.item.ns = op.ns;
-  r.item.key = op.key;
-  r.item.value = *op.value;
-  r.item.created_at = r.item.updated_at = from_micros(now);
+  std::int64_t created_at = now;
   if (auto stored = kv_->get(detail::Space::items, key)) {
-    const Record old = decode_record(*stored, op.ns, op.key);
-    if (!old.expired(now)) r.item.created_at = old.item.created_at;
+    const RecordTimes old = decode_record_times(*stored, op.ns, op.key);
+    if (!old.expires_at || *old.expires_at > now) created_at = old.created_at;
   }
-  r.ttl_minutes = ttl;
-  if (ttl) r.expires_at = now + ttl_micros(*ttl);
-  std::vector<detail::KvOp> writes{put_op(detail::Space::items, key, encode_record(r))};
+  std::optional<std::int64_t> expires_at;
+  if (ttl) expires_at = now + ttl_micros(*ttl);
+  std::vector<detail::KvOp> writes{put_op(
+      detail::Space::items, key, encode_record(*op.value, created_at, now, expires_at, ttl))};
   if (index_) {
     writes.push_back(vectors.empty()
                          ? erase_op(detail::Space::vectors, key)

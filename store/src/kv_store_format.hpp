@@ -130,15 +130,22 @@ inline std::string_view unseal(std::string_view data, char kind, const Namespace
   return record->payload;
 }
 
-inline std::string encode_record(const Record& r) {
-  const json payload = {{"v", r.item.value},
-                        {"c", micros_of(r.item.created_at)},
-                        {"u", micros_of(r.item.updated_at)},
-                        {"e", r.expires_at ? json(*r.expires_at) : json()},
-                        {"t", r.ttl_minutes ? json(*r.ttl_minutes) : json()}};
+inline std::string encode_record(const json& value, std::int64_t created_at,
+                                 std::int64_t updated_at, std::optional<std::int64_t> expires_at,
+                                 std::optional<double> ttl_minutes) {
+  const json payload = {{"v", value},
+                        {"c", created_at},
+                        {"u", updated_at},
+                        {"e", expires_at ? json(*expires_at) : json()},
+                        {"t", ttl_minutes ? json(*ttl_minutes) : json()}};
   std::string body;
   json::to_cbor(payload, body);
   return seal(kItemRecord, body);
+}
+
+inline std::string encode_record(const Record& r) {
+  return encode_record(r.item.value, micros_of(r.item.created_at), micros_of(r.item.updated_at),
+                       r.expires_at, r.ttl_minutes);
 }
 
 inline Record decode_record(std::string_view data, Namespace ns, std::string key) {
@@ -157,6 +164,69 @@ inline Record decode_record(std::string_view data, Namespace ns, std::string key
   r.item.ns = std::move(ns);
   r.item.key = std::move(key);
   return r;
+}
+
+/// What a put needs of the record it overwrites: its creation time and expiry.
+struct RecordTimes {
+  std::int64_t created_at = 0;
+  std::optional<std::int64_t> expires_at;
+};
+
+/// Reads "c" and "e" of an item record without decoding its value: nlohmann's SAX parser stops
+/// at the first other key (the payload's keys are written sorted, "v" last), so overwriting a
+/// large item costs no parse of the old value. Throws StoreError (kStoreCorrupt) as
+/// decode_record does.
+inline RecordTimes decode_record_times(std::string_view data, const Namespace& ns,
+                                       const std::string& key) {
+  const std::string_view body = unseal(data, kItemRecord, ns, key);
+  struct Reader : nlohmann::json_sax<json> {
+    RecordTimes times;
+    int depth = 0;
+    char field = 0;  // the top-level key whose value comes next: 'c', 'e' or 0
+    bool seen_created = false;
+    bool integer(std::int64_t v) {
+      if (field == 'c') {
+        times.created_at = v;
+        seen_created = true;
+      } else if (field == 'e') {
+        times.expires_at = v;
+      }
+      field = 0;
+      return true;
+    }
+    bool null() override {
+      field = 0;
+      return true;
+    }
+    bool boolean(bool) override { return false; }
+    bool number_integer(number_integer_t v) override { return integer(v); }
+    bool number_unsigned(number_unsigned_t v) override {
+      return integer(static_cast<std::int64_t>(v));
+    }
+    bool number_float(number_float_t, const string_t&) override { return false; }
+    bool string(string_t&) override { return false; }
+    bool binary(binary_t&) override { return false; }
+    bool start_object(std::size_t) override { return ++depth == 1; }
+    bool key(string_t& k) override {
+      if (k == "c" || k == "e") {
+        field = k[0];
+        return true;
+      }
+      return false;  // past "c" and "e": stop
+    }
+    bool end_object() override { return false; }
+    bool start_array(std::size_t) override { return false; }
+    bool end_array() override { return false; }
+    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception&) override {
+      return false;
+    }
+  } reader;
+  (void)json::sax_parse(body.begin(), body.end(), &reader, nlohmann::json::input_format_t::cbor);
+  if (!reader.seen_created) {  // not the layout above: read it all
+    const Record r = decode_record(data, ns, key);
+    return {micros_of(r.item.created_at), r.expires_at};
+  }
+  return reader.times;
 }
 
 /// Vectors: u32 count, u32 dims, then count * dims little-endian floats (this machine's order).

@@ -239,6 +239,14 @@ TEST_CASE("server runs: background runs, get, list, join, join-stream, delete") 
   const std::string id = run["run_id"];
   CHECK(created.headers.at("content-location") == "/threads/" + t + "/runs/" + id);
   CHECK(s.get_json("/threads/" + t)["status"] == "busy");
+  // A busy thread's record lives in memory until the run ends: search and PATCH see it.
+  const json busy_found = s.post_json("/threads/search", json{{"status", "busy"}});
+  REQUIRE(busy_found.size() == 1);
+  CHECK(busy_found[0]["thread_id"] == t);
+  const auto patched = sg::test::http_request("PATCH", s.server.url() + "/threads/" + t,
+                                              R"({"metadata":{"tag":"during"}})");
+  CHECK(patched.status == 200);
+  CHECK(json::parse(patched.body)["status"] == "busy");
   // Join-stream: the events published from now on, ending with the run.
   const auto joined_stream = s.get("/threads/" + t + "/runs/" + id + "/stream");
   const auto events = parse_sse(joined_stream.body);
@@ -249,7 +257,11 @@ TEST_CASE("server runs: background runs, get, list, join, join-stream, delete") 
   const json joined = s.get_json("/threads/" + t + "/runs/" + id + "/join");
   CHECK(contents(joined) == std::vector<std::string>{"sleep:300", "echo: sleep:300"});
   CHECK(s.get_json("/threads/" + t + "/runs/" + id)["status"] == "success");
-  CHECK(s.get_json("/threads/" + t)["status"] == "idle");
+  const json idle = s.get_json("/threads/" + t);
+  CHECK(idle["status"] == "idle");
+  CHECK(idle["metadata"]["tag"] == "during");
+  CHECK(idle["metadata"]["graph_id"] == "agent");
+  CHECK(s.post_json("/threads/search", json{{"status", "busy"}}).empty());
   (void)s.post_json("/threads/" + t + "/runs/wait", run_body("b"));
   const json list = s.get_json("/threads/" + t + "/runs?limit=10");
   REQUIRE(list.size() == 2);

@@ -306,6 +306,14 @@ TEST_CASE("RocksDbStore: items survive reopening, one process at a time, corrupt
   } catch (const sg::StoreError& e) {
     CHECK(e.code() == "store.corrupt");
   }
+  // Overwriting it reads the old record's times first: refused the same way.
+  try {
+    auto store = sg::RocksDbStore::open(path);
+    store->put({"users", "u1"}, "profile", {{"name", "Eve"}});
+    FAIL("the corrupt item was overwritten");
+  } catch (const sg::StoreError& e) {
+    CHECK(e.code() == "store.corrupt");
+  }
 }
 
 TEST_CASE("texts_at_path and the offline embedder") {
