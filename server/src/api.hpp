@@ -26,6 +26,7 @@ struct ApiRequest {
   std::vector<std::string> path;
   std::multimap<std::string, std::string> query;
   std::string body;
+  std::string last_event_id;  // the Last-Event-ID header (a resumed stream); empty when absent
 };
 
 struct RunFollow;

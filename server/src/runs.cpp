@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -89,8 +90,10 @@ struct RunManager::Run {
   RunConfig config;
   std::vector<std::string> modes;
   bool cancel_on_disconnect = false;
+  bool resumable = false;  // stream_resumable: every event is kept for a join with Last-Event-ID
   CancellationToken token = CancellationToken::create();
   std::shared_ptr<RunChannel> channel = std::make_shared<RunChannel>();
+  std::shared_ptr<void> keep_events;  // a resumable run's own listener registration
   // Guarded by State::mu:
   bool running = false;       // handed to a worker (it is the thread's active run)
   std::string cancel_action;  // "", "interrupt" or "rollback"
@@ -104,6 +107,11 @@ struct RunManager::State {
   std::condition_variable drained;
   std::size_t executing = 0;
   bool stopping = false;
+  // The channels of the last kEndedResumable resumable runs that ended, by run id: a client
+  // whose stream broke as its run ended still reads the rest with Last-Event-ID.
+  static constexpr std::size_t kEndedResumable = 256;
+  std::map<std::string, std::shared_ptr<RunChannel>> ended_resumable;
+  std::deque<std::string> ended_resumable_order;
   ThreadPool pool;
 };
 
@@ -188,6 +196,11 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   run->graph = &graph;
   run->modes = stream_modes_field(body);
   run->cancel_on_disconnect = on_disconnect == "cancel";
+  if (const auto it = body.find("stream_resumable"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw ApiError{422, "'stream_resumable' must be a boolean"};
+    run->resumable = it->get<bool>() && !stateless;
+  }
+  if (run->resumable) run->keep_events = run->channel->listen();
   run->input = body.value("input", json());
   run->command = body.value("command", json());
   if (!run->command.is_null() && !run->command.is_object()) {
@@ -274,7 +287,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
                    {"interrupt_after", config.interrupt_after},
                    {"temporary", stateless && run->delete_thread_after},
                    {"subgraphs", config.stream_subgraphs},
-                   {"resumable", false}}},
+                   {"resumable", run->resumable}}},
                  {"multitask_strategy", multitask},
                  {"created_at", now},
                  {"updated_at", now}};
@@ -348,6 +361,9 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     if (*kind == RunFollow::Kind::stream) response.content_type = "text/event-stream";
   }
   response.headers.emplace_back("Content-Location", location);
+  if (kind == RunFollow::Kind::stream && run->resumable) {  // turns on the SDK's reconnection
+    response.headers.emplace_back("Location", location + "/stream");
+  }
   return response;
 }
 
@@ -449,6 +465,14 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
     }
     state_->active.erase(run->run_id);
     records_->remove(active_runs_namespace(), run->run_id);
+    if (run->resumable) {
+      state_->ended_resumable[run->run_id] = run->channel;
+      state_->ended_resumable_order.push_back(run->run_id);
+      if (state_->ended_resumable_order.size() > State::kEndedResumable) {
+        state_->ended_resumable.erase(state_->ended_resumable_order.front());
+        state_->ended_resumable_order.pop_front();
+      }
+    }
     if (status.empty()) {
       records_->remove(runs_namespace(run->thread_id), run->run_id);
     } else {
@@ -546,18 +570,41 @@ ApiResponse RunManager::get(const std::string& thread_id, const std::string& run
 ApiResponse RunManager::join(const std::string& thread_id, const std::string& run_id,
                              const ApiRequest& request, RunFollow::Kind kind) const {
   const json thread = threads_.require(thread_id);
+  std::optional<std::size_t> resume_from;  // Last-Event-ID + 1
+  if (kind == RunFollow::Kind::stream && !request.last_event_id.empty()) {
+    const std::string& id = request.last_event_id;
+    std::int64_t last = 0;
+    const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), last);
+    if (ec != std::errc() || end != id.data() + id.size() || last < -1) {
+      throw ApiError{422, fmt::format("Last-Event-ID '{}' is not an event id of this server", id)};
+    }
+    resume_from = static_cast<std::size_t>(last + 1);
+  }
   std::shared_ptr<Run> run;
+  std::shared_ptr<RunChannel> ended_channel;  // a resumable run that has ended
   {
     std::lock_guard lock(state_->mu);
     if (const auto it = state_->active.find(run_id);
         it != state_->active.end() && it->second->thread_id == thread_id) {
       run = it->second;
+    } else if (const auto ended = state_->ended_resumable.find(run_id);
+               ended != state_->ended_resumable.end()) {
+      ended_channel = ended->second;
     }
   }
   auto follow = std::make_shared<RunFollow>();
   follow->kind = kind;
   ApiResponse response;
   if (kind == RunFollow::Kind::stream) response.content_type = "text/event-stream";
+  if (kind == RunFollow::Kind::stream && ended_channel && resume_from) {
+    follow->channel = std::move(ended_channel);
+    follow->from = *resume_from;
+    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
+      follow->modes.push_back(it.first->second);
+    }
+    response.follow = std::move(follow);
+    return response;
+  }
   if (!run) {
     if (!records_->get(runs_namespace(thread_id), run_id)) {
       throw ApiError{404, fmt::format("run '{}' not found", run_id)};
@@ -575,9 +622,13 @@ ApiResponse RunManager::join(const std::string& thread_id, const std::string& ru
   follow->channel = run->channel;
   if (kind == RunFollow::Kind::stream) {
     follow->listening = run->channel->listen();
-    std::vector<RunChannel::Event> so_far;
-    (void)run->channel->poll(0, so_far, nullptr, nullptr);
-    follow->from = so_far.size();  // the events published after joining
+    if (run->resumable && resume_from) {
+      follow->from = *resume_from;  // replayed from the client's last event on
+    } else {
+      std::vector<RunChannel::Event> so_far;
+      (void)run->channel->poll(0, so_far, nullptr, nullptr);
+      follow->from = so_far.size();  // the events published after joining
+    }
     for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
       follow->modes.push_back(it.first->second);
     }

@@ -103,6 +103,9 @@ struct Server::Impl {
     } catch (const server::ApiError& e) {
       return server::error_response(e.status, e.detail);
     }
+    if (const auto id = req.find("last-event-id"); id != req.end()) {
+      request.last_event_id.assign(id->value().data(), id->value().size());
+    }
     return api->handle(request);
   }
 

@@ -999,6 +999,40 @@ describe("runs (§2.3)", () => {
     assert.deepEqual(ownEvents, ["metadata", "values", "updates", "values"]);
   });
 
+  it("a resumable run's joinStream with lastEventId replays the events after that id", async () => {
+    // §2.3: a run created with stream_resumable:true keeps its events; a join with
+    // Last-Event-ID yields those after it (what the SDK's reconnection and useStream use).
+    const thread = await newThread();
+    let created;
+    const parts = await collect(
+      client.runs.stream(thread.thread_id, GRAPH_ID, {
+        input: human("resume me"),
+        streamMode: ["values", "updates"],
+        streamResumable: true,
+        onRunCreated: (m) => (created = m),
+      }),
+    );
+    const events = parts.filter((p) => p.event !== "end");
+    assert.deepEqual(
+      events.map((p) => p.event),
+      ["metadata", "values", "updates", "values"],
+    );
+    assert.ok(
+      events.every((p) => p.id !== undefined),
+      "events of a thread stream carry ids",
+    );
+    const run = await client.runs.get(thread.thread_id, created.run_id);
+    assert.equal(run.kwargs?.resumable, true);
+    const replayed = await collect(
+      client.runs.joinStream(thread.thread_id, created.run_id, { lastEventId: events[1].id }),
+    );
+    const shape = (p) => [p.id, p.event, JSON.stringify(p.data)];
+    assert.deepEqual(
+      replayed.filter((p) => p.event !== "end").map(shape),
+      events.slice(2).map(shape),
+    );
+  });
+
   it("get returns the run; an unknown run is 404", async () => {
     const t = await newThread();
     const run = await client.runs.create(t.thread_id, GRAPH_ID, { input: human("g") });

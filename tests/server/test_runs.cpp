@@ -571,3 +571,65 @@ TEST_CASE("server store: put, get, search, namespaces, delete and bad input") {
   CHECK(s.post_json("/store/namespaces", json::object())["namespaces"] ==
         json::array({{"a", "c", "d"}}));
 }
+
+TEST_CASE("server runs: resumable streams replay from Last-Event-ID, during and after the run") {
+  Served s;
+  const std::string t = s.new_thread();
+  const json modes = {{"stream_mode", json::array({"values", "updates"})}};
+
+  // A resumable stream carries a Location the SDK reconnects to; the run says it is resumable.
+  json body = run_body("a", modes);
+  body["stream_resumable"] = true;
+  const auto streamed = s.post("/threads/" + t + "/runs/stream", body);
+  REQUIRE(streamed.status == 200);
+  const std::string location = streamed.headers.at("content-location");
+  CHECK(streamed.headers.at("location") == location + "/stream");
+  const auto all = parse_sse(streamed.body);
+  REQUIRE(all.size() == 4);  // metadata, values (the input), updates (echo), values
+  const std::string run_id = location.substr(location.rfind('/') + 1);
+  CHECK(s.get_json(location)["kwargs"]["resumable"] == true);
+
+  // After the end: the events after the given id, with the same ids.
+  const auto replay = [&](const std::string& id) {
+    return sg::test::http_request("GET", s.server.url() + location + "/stream", {},
+                                  {"Last-Event-ID: " + id});
+  };
+  const auto after_first = parse_sse(replay("0").body);
+  REQUIRE(after_first.size() == all.size() - 1);
+  for (std::size_t i = 0; i < after_first.size(); ++i) {
+    CHECK(after_first[i].id == all[i + 1].id);
+    CHECK(after_first[i].event == all[i + 1].event);
+    CHECK(after_first[i].data == all[i + 1].data);
+  }
+  CHECK(parse_sse(replay("-1").body).size() == all.size());
+  CHECK(parse_sse(replay(all.back().id).body).empty());
+  for (const char* bad : {"x", "1.5", "-2", "99999999999999999999999"}) {
+    INFO(bad);
+    CHECK(replay(bad).status == 422);
+  }
+
+  // During the run: a background run, joined with Last-Event-ID -1 while it sleeps, replays its
+  // metadata event (published before anyone listened) and then follows it to the end.
+  json slow = run_body("sleep:300", modes);
+  slow["stream_resumable"] = true;
+  const json created = s.post_json("/threads/" + t + "/runs", slow);
+  const std::string slow_path = "/threads/" + t + "/runs/" + created["run_id"].get<std::string>();
+  const auto joined = sg::test::http_request("GET", s.server.url() + slow_path + "/stream", {},
+                                             {"Last-Event-ID: -1"});
+  const auto joined_events = parse_sse(joined.body);
+  REQUIRE(!joined_events.empty());
+  CHECK(joined_events.front().event == "metadata");
+  CHECK(joined_events.front().id == "0");
+  CHECK(joined_events.back().event == "values");
+  CHECK(joined_events.back().data["messages"].back()["content"] == "echo: sleep:300");
+
+  // Not resumable: Last-Event-ID is ignored (nothing was kept to replay), and there is no
+  // Location.
+  const auto plain = s.post("/threads/" + t + "/runs/stream", run_body("b", modes));
+  CHECK(plain.headers.count("location") == 0);
+  const std::string plain_location = plain.headers.at("content-location");
+  CHECK(parse_sse(sg::test::http_request("GET", s.server.url() + plain_location + "/stream", {},
+                                         {"Last-Event-ID: 0"})
+                      .body)
+            .empty());
+}
