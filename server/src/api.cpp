@@ -305,6 +305,7 @@ json body_object(const ApiRequest& request) {
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
          std::shared_ptr<Store> store, std::size_t run_workers)
     : graphs_(std::move(graphs)),
+      assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
       runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), run_workers)) {}
@@ -366,46 +367,64 @@ ApiResponse Api::route(const ApiRequest& request) const {
     }
     if (p.size() == 2 && p[1] == "cancel" && m == "POST") return runs_->cancel_many(request);
   }
-  if (!p.empty() && p[0] == "assistants") {
-    if (p.size() == 2 && p[1] == "search") {
-      allow({"POST"});
-      return search_assistants(request);
-    }
-    if (p.size() == 2) {
-      allow({"GET"});
-      return json_response(assistant(p[1]).assistant);
-    }
-    if (p.size() == 3 && p[2] == "graph") {
-      allow({"GET"});
-      return json_response(assistant(p[1]).graph->draw_json());
-    }
+  if (!p.empty() && p[0] == "assistants") return route_assistants(request);
+  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+}
+
+AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
+  return assistants_->resolve(id);
+}
+
+ApiResponse Api::route_assistants(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  const auto wrong_method = [&] {
+    return ApiError{405, fmt::format("{} is not allowed on /{}", m, fmt::join(p, "/"))};
+  };
+  if (p.size() == 1) {
+    if (m != "POST") throw wrong_method();
+    return assistants_->create(request);
+  }
+  if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
+    if (m != "POST") throw wrong_method();
+    return p[1] == "search" ? assistants_->search(request) : assistants_->count(request);
+  }
+  if (p.size() == 2) {
+    if (m == "GET") return json_response(assistants_->resolve(p[1]).assistant);
+    if (m == "PATCH") return assistants_->patch(p[1], request);
+    if (m == "DELETE") return delete_assistant(request);
+    throw wrong_method();
+  }
+  if (p.size() == 3 && p[2] == "graph") {
+    if (m != "GET") throw wrong_method();
+    return json_response(assistants_->resolve(p[1]).graph->graph->draw_json());
+  }
+  if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
+    if (m != "POST") throw wrong_method();
+    return p[2] == "versions" ? assistants_->versions(p[1], request)
+                              : assistants_->set_latest(p[1], request);
   }
   throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
 }
 
-const GraphEntry& Api::assistant(const std::string& id) const {
-  for (const auto& g : graphs_) {
-    if (g.assistant["assistant_id"] == id || g.graph_id == id) return g;
+ApiResponse Api::delete_assistant(const ApiRequest& request) const {
+  const std::string& id = request.path[1];
+  const std::string assistant_id = assistants_->resolve(id).assistant["assistant_id"];
+  if (query_flag(request, "delete_threads")) {
+    // Its threads go too: none may be running (checked first, so that nothing is half done).
+    const auto threads = threads_->search({{"metadata", {{"assistant_id", assistant_id}}}});
+    for (const auto& t : threads) {
+      if (runs_->busy(t.value("thread_id", std::string()))) {
+        throw ApiError{409, fmt::format("thread '{}' of assistant '{}' has a run in progress",
+                                        t.value("thread_id", std::string()), assistant_id)};
+      }
+    }
+    (void)assistants_->remove(id);
+    for (const auto& t : threads) (void)delete_thread(t.value("thread_id", std::string()));
+  } else {
+    (void)assistants_->remove(id);
   }
-  throw ApiError{404, fmt::format("assistant '{}' not found", id)};
-}
-
-ApiResponse Api::search_assistants(const ApiRequest& request) const {
-  const json body = body_object(request);
-  const SearchPage page =
-      search_page(body, {"assistant_id", "graph_id", "name", "created_at", "updated_at"});
-  const std::string graph_id = string_field(body, "graph_id");
-  const std::string name = string_field(body, "name");
-  const json metadata = metadata_field(body);
-  std::vector<json> found;
-  for (const auto& g : graphs_) {
-    const json& a = g.assistant;
-    if (!graph_id.empty() && a["graph_id"] != graph_id) continue;
-    if (!name.empty() && a["name"] != name) continue;
-    if (!contains(a["metadata"], metadata)) continue;
-    found.push_back(a);
-  }
-  return paged_response(std::move(found), page);
+  return no_content();
 }
 
 }  // namespace sg::server

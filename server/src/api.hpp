@@ -212,6 +212,51 @@ struct GraphEntry {
   nlohmann::json assistant;  // the Assistant object (§1.5)
 };
 
+/// The assistants: each served graph's system assistant (read-only) and those clients create,
+/// with their versions, in the server's record store. Thread-safe.
+class AssistantRegistry {
+ public:
+  /// `graphs` must outlive the registry.
+  AssistantRegistry(const std::vector<GraphEntry>& graphs, std::shared_ptr<Store> records);
+
+  /// An assistant and the graph it runs.
+  struct Resolved {
+    const GraphEntry* graph = nullptr;
+    nlohmann::json assistant;
+  };
+  /// The assistant `id` (a UUID, or a graph id for its system assistant). Throws ApiError 404,
+  /// or 409 when its graph is no longer served.
+  [[nodiscard]] Resolved resolve(const std::string& id) const;
+  /// POST /assistants: {graph_id, assistant_id, config, context, metadata, if_exists, name,
+  /// description}. Throws ApiError 404 (unknown graph), 409 (exists) or 422.
+  [[nodiscard]] ApiResponse create(const ApiRequest& request);
+  /// PATCH /assistants/{id}: a new version with the given fields (metadata merged).
+  [[nodiscard]] ApiResponse patch(const std::string& id, const ApiRequest& request);
+  /// Deletes a created assistant and its versions; returns its id. Throws ApiError 404 or 409
+  /// (a system assistant).
+  std::string remove(const std::string& id);
+  /// POST /assistants/search: {graph_id, name (a part, any case), metadata, paging}.
+  [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
+  /// POST /assistants/count: how many assistants pass the search filters.
+  [[nodiscard]] ApiResponse count(const ApiRequest& request) const;
+  /// POST /assistants/{id}/versions: {limit, offset, metadata}, newest first.
+  [[nodiscard]] ApiResponse versions(const std::string& id, const ApiRequest& request) const;
+  /// POST /assistants/{id}/latest: {version} becomes the assistant's current configuration.
+  [[nodiscard]] ApiResponse set_latest(const std::string& id, const ApiRequest& request);
+
+ private:
+  [[nodiscard]] const GraphEntry& graph(const std::string& graph_id) const;
+  [[nodiscard]] std::optional<nlohmann::json> created(const std::string& assistant_id) const;
+  [[nodiscard]] nlohmann::json require_created(const std::string& id,
+                                               std::string_view change) const;
+  [[nodiscard]] std::vector<nlohmann::json> matching(const nlohmann::json& body) const;
+  [[nodiscard]] std::vector<nlohmann::json> all_versions(const std::string& id) const;
+
+  const std::vector<GraphEntry>& graphs_;
+  std::shared_ptr<Store> records_;
+  std::mutex mu_;  // one writer at a time (check-then-write)
+};
+
 class RunManager;
 
 /// The API over the registered graphs. Thread-safe.
@@ -230,8 +275,8 @@ class Api {
   /// Cancels every run and waits for them (before the server stops).
   void shutdown();
 
-  /// The graph served as `id` (an assistant UUID or a graph id); throws ApiError 404.
-  [[nodiscard]] const GraphEntry& assistant(const std::string& id) const;
+  /// The assistant `id` (a UUID or a graph id) and its graph; throws ApiError 404.
+  [[nodiscard]] AssistantRegistry::Resolved assistant(const std::string& id) const;
   /// The graph a thread runs on (its metadata's graph_id), or null for a thread that never ran.
   [[nodiscard]] const GraphEntry* thread_graph(const nlohmann::json& thread) const;
   /// The Thread object of a record, with `values` and `interrupts` of its latest checkpoint.
@@ -239,7 +284,8 @@ class Api {
 
  private:
   [[nodiscard]] ApiResponse route(const ApiRequest& request) const;
-  [[nodiscard]] ApiResponse search_assistants(const ApiRequest& request) const;
+  [[nodiscard]] ApiResponse route_assistants(const ApiRequest& request) const;
+  [[nodiscard]] ApiResponse delete_assistant(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_threads(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_thread_state(const ApiRequest& request,
                                                const nlohmann::json& thread) const;
@@ -248,6 +294,7 @@ class Api {
   [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
 
   std::vector<GraphEntry> graphs_;
+  std::unique_ptr<AssistantRegistry> assistants_;
   std::unique_ptr<ThreadRegistry> threads_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;

@@ -182,7 +182,9 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   const json body = body_object(request);
   const std::string assistant_id = string_field(body, "assistant_id");
   if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
-  const GraphEntry& graph = api_.assistant(assistant_id);
+  const AssistantRegistry::Resolved resolved = api_.assistant(assistant_id);
+  const GraphEntry& graph = *resolved.graph;
+  const json& assistant = resolved.assistant;
   const bool stateless = given_thread_id.empty();
   const std::string multitask =
       one_of(body, "multitask_strategy", {"reject", "interrupt", "rollback", "enqueue"});
@@ -210,6 +212,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   const json user_metadata = metadata_field(body);
   RunConfig& config = run->config;
   json configurable = json::object();
+  bool run_recursion_limit = false;
   if (const auto it = body.find("config"); it != body.end() && !it->is_null()) {
     if (!it->is_object()) throw ApiError{422, "'config' must be an object"};
     if (const auto c = it->find("configurable"); c != it->end() && c->is_object()) {
@@ -221,10 +224,32 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
         throw ApiError{422, "'config.recursion_limit' must be a positive integer"};
       }
       config.recursion_limit = r->get<int>();
+      run_recursion_limit = true;
     }
   }
-  if (const auto it = body.find("context"); it != body.end() && it->is_object()) {
+  // The assistant's config and context lie under the run's (the run's keys win).
+  const json& assistant_config = assistant["config"];
+  if (const auto c = assistant_config.find("configurable");
+      c != assistant_config.end() && c->is_object()) {
+    for (auto it = c->begin(); it != c->end(); ++it) {
+      if (!configurable.contains(it.key())) configurable[it.key()] = *it;
+    }
+  }
+  if (const auto r = assistant_config.find("recursion_limit");
+      !run_recursion_limit && r != assistant_config.end() && r->is_number_integer() &&
+      r->get<std::int64_t>() >= 1 && r->get<std::int64_t>() <= 1'000'000) {
+    config.recursion_limit = r->get<int>();
+  }
+  if (const auto it = assistant.find("context");
+      it != assistant.end() && it->is_object() && !it->empty()) {
     config.context = *it;
+  }
+  if (const auto it = body.find("context"); it != body.end() && it->is_object()) {
+    if (config.context.is_object()) {
+      config.context.update(*it);
+    } else {
+      config.context = *it;
+    }
   }
   config.checkpoint_id = string_field(configurable, "checkpoint_id");
   if (const auto it = body.find("checkpoint"); it != body.end() && it->is_object()) {
@@ -242,7 +267,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
 
   std::string thread_id = given_thread_id;
   const json graph_metadata = {{"graph_id", graph.graph_id},
-                               {"assistant_id", graph.assistant["assistant_id"]}};
+                               {"assistant_id", assistant["assistant_id"]}};
   const bool has_checkpointer = graph.graph->checkpointer() != nullptr;
   if (!stateless && !has_checkpointer) {
     throw ApiError{409, fmt::format("graph '{}' was compiled without a checkpointer: it serves "
@@ -274,7 +299,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   const std::string now = iso_timestamp_now();
   run->record = {{"run_id", run->run_id},
                  {"thread_id", thread_id},
-                 {"assistant_id", graph.assistant["assistant_id"]},
+                 {"assistant_id", assistant["assistant_id"]},
                  {"metadata", metadata},
                  {"status", "pending"},
                  {"kwargs",

@@ -417,10 +417,11 @@ ApiResponse Api::route_thread_state(const ApiRequest& request, const json& threa
                                         "with metadata.graph_id",
                                         thread_id)};
       }
-      graph = &assistant(graph_id);
+      const AssistantRegistry::Resolved resolved = assistant(graph_id);
+      graph = resolved.graph;
       threads_->set_status(
           thread_id, thread.value("status", "idle"),
-          {{"graph_id", graph->graph_id}, {"assistant_id", graph->assistant["assistant_id"]}});
+          {{"graph_id", graph->graph_id}, {"assistant_id", resolved.assistant["assistant_id"]}});
     }
     if (!graph->graph->checkpointer()) {
       throw ApiError{

@@ -73,6 +73,11 @@ TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and aft
                                    {{"assistant_id", "agent"}, {"input", human("hello")}});
     REQUIRE(waited.status == 200);
     CHECK(contents(json::parse(waited.body)) == std::vector<std::string>{"hello", "echo: hello"});
+    const auto assistant =
+        serve.post("/assistants", {{"graph_id", "agent"},
+                                   {"assistant_id", "5a1e0000-0000-4000-8000-000000000001"},
+                                   {"config", {{"configurable", {{"tone", "dry"}}}}}});
+    REQUIRE(assistant.status == 200);
     serve.process().signal(SIGTERM);
     CHECK(serve.process().wait() == 0);
     CHECK(serve.process().out().find("stategraph serve: stopping") != std::string::npos);
@@ -83,6 +88,9 @@ TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and aft
     const auto thread = json::parse(serve.get("/threads/" + thread_id).body);
     CHECK(thread["status"] == "idle");
     CHECK(contents(thread["values"]) == std::vector<std::string>{"hello", "echo: hello"});
+    const auto assistant = serve.get("/assistants/5a1e0000-0000-4000-8000-000000000001");
+    REQUIRE(assistant.status == 200);  // created assistants are kept with the threads
+    CHECK(json::parse(assistant.body)["config"]["configurable"]["tone"] == "dry");
     const auto waited = serve.post("/threads/" + thread_id + "/runs/wait",
                                    {{"assistant_id", "agent"}, {"input", human("again")}});
     CHECK(contents(json::parse(waited.body)) ==

@@ -410,6 +410,63 @@ describe("assistants (§2.1)", () => {
   });
 });
 
+describe("created assistants (§2.1, not in the checked subset)", () => {
+  it("create, get, run with its config, update into versions, set latest, count, delete", async () => {
+    const team = uniqueLabel("team");
+    const created = await client.assistants.create({
+      graphId: GRAPH_ID,
+      config: { configurable: { tone: "dry" } },
+      metadata: { team },
+      name: "Dry Agent",
+    });
+    checkAssistant(created);
+    assert.equal(created.graph_id, GRAPH_ID);
+    assert.equal(created.version, 1);
+    assert.deepEqual(await client.assistants.get(created.assistant_id), created);
+    assert.equal(await client.assistants.count({ metadata: { team } }), 1);
+    const found = await client.assistants.search({ metadata: { team } });
+    assert.deepEqual(
+      found.map((a) => a.assistant_id),
+      [created.assistant_id],
+    );
+    await expectHttpError(
+      client.assistants.create({ graphId: GRAPH_ID, assistantId: created.assistant_id }),
+      [409],
+      "an existing assistant id",
+    );
+
+    // A run on the assistant runs its graph with its configurable.
+    const thread = await newThread();
+    const values = await client.runs.wait(thread.thread_id, created.assistant_id, {
+      input: human("hi"),
+    });
+    assert.deepEqual(texts(values), ["human:hi", "ai:echo: hi"]);
+    const [run] = await client.runs.list(thread.thread_id);
+    assert.equal(run.assistant_id, created.assistant_id);
+    assert.equal(run.kwargs.config.configurable.tone, "dry");
+
+    const updated = await client.assistants.update(created.assistant_id, {
+      config: { configurable: { tone: "warm" } },
+      metadata: { stage: "b" },
+    });
+    assert.equal(updated.version, 2);
+    assert.deepEqual(updated.metadata, { team, stage: "b" });
+    const versions = await client.assistants.getVersions(created.assistant_id);
+    assert.deepEqual(
+      versions.map((v) => v.version),
+      [2, 1],
+    );
+    assert.equal(versions[1].config.configurable.tone, "dry");
+    const latest = await client.assistants.setLatest(created.assistant_id, 1);
+    assert.equal(latest.version, 1);
+    assert.equal(latest.config.configurable.tone, "dry");
+
+    await client.assistants.delete(created.assistant_id, { deleteThreads: true });
+    await expectHttpError(client.assistants.get(created.assistant_id), [404], "a deleted assistant");
+    await expectHttpError(client.threads.get(thread.thread_id), [404], "its deleted thread");
+  });
+});
+
 describe("threads (§2.2)", () => {
   it("create without an id makes an idle thread with the given metadata", async () => {
     const t = await client.threads.create({ metadata: { suite: SUITE, k: "v", n: 1 } });

@@ -20,6 +20,7 @@
 #include "support/http_client.hpp"
 #include "support/temp_dir.hpp"
 
+using sg::test::human_input;
 using sg::test::raw_exchange;
 using sg::test::Served;
 
@@ -41,7 +42,7 @@ TEST_CASE("server: /ok, /info, unknown routes and methods") {
   const auto missing = s.get("/nope/x");
   CHECK(missing.status == 404);
   CHECK(json::parse(missing.body)["detail"] == "no route for GET /nope/x");
-  const auto wrong = sg::test::http_request("DELETE", s.server.url() + "/assistants/agent");
+  const auto wrong = sg::test::http_request("PUT", s.server.url() + "/assistants/agent");
   CHECK(wrong.status == 405);
 }
 
@@ -101,6 +102,112 @@ TEST_CASE("server: assistants search filters, sorts, selects and paginates") {
   CHECK(json::parse(second.body)[0]["graph_id"] == "helper");
   const auto selected = s.post("/assistants/search", R"({"graph_id":"agent","select":["name"]})");
   CHECK(json::parse(selected.body) == json::parse(R"([{"name":"agent"}])"));
+}
+
+TEST_CASE("server: created assistants, their versions, and runs on their config and context") {
+  Served s;
+  const auto url = s.server.url();
+  const auto request = [&](const char* method, const std::string& path, const json& body) {
+    return sg::test::http_request(method, url + path, body.dump());
+  };
+  // Create: config, context, metadata and name kept; version 1; listed and counted.
+  const json created =
+      s.post_json("/assistants", json{{"graph_id", "agent"},
+                                      {"config", {{"configurable", {{"tone", "dry"}}}}},
+                                      {"context", {{"user", "ada"}}},
+                                      {"metadata", {{"team", "a"}}},
+                                      {"name", "Dry Agent"}});
+  const std::string id = created["assistant_id"];
+  CHECK(id.size() == 36);
+  CHECK(created["version"] == 1);
+  CHECK(created["graph_id"] == "agent");
+  CHECK(created["config"]["configurable"]["tone"] == "dry");
+  CHECK(created["description"].is_null());
+  CHECK(s.get_json("/assistants/" + id) == created);
+  CHECK(s.post_json("/assistants/count", json::object()) == 3);
+  CHECK(s.post_json("/assistants/count", json{{"graph_id", "agent"}}) == 2);
+  const json by_name = s.post_json("/assistants/search", json{{"name", "dry"}});
+  REQUIRE(by_name.size() == 1);  // a part of the name, any case
+  CHECK(by_name[0]["assistant_id"] == id);
+  CHECK(s.post_json("/assistants/search", json::object())[0]["assistant_id"] == id);  // newest
+  CHECK(s.post_json("/assistants/search", json{{"metadata", {{"team", "a"}}}}).size() == 1);
+
+  // if_exists, ids and graphs.
+  CHECK(request("POST", "/assistants", {{"graph_id", "agent"}, {"assistant_id", id}}).status ==
+        409);
+  CHECK(s.post_json("/assistants", json{{"graph_id", "agent"},
+                                        {"assistant_id", id},
+                                        {"if_exists", "do_nothing"}})["name"] == "Dry Agent");
+  CHECK(request("POST", "/assistants", {{"graph_id", "nope"}}).status == 404);
+  CHECK(request("POST", "/assistants", json::object()).status == 422);
+  CHECK(request("POST", "/assistants", {{"graph_id", "agent"}, {"assistant_id", "x"}}).status ==
+        422);
+  CHECK(request("POST", "/assistants", {{"graph_id", "agent"}, {"config", 3}}).status == 422);
+
+  // A run on it sees the assistant's configurable and context under its own.
+  const std::string t = s.new_thread();
+  const json waited = s.post_json("/threads/" + t + "/runs/wait",
+                                  json{{"assistant_id", id}, {"input", human_input("hi")}});
+  CHECK(waited["messages"].size() == 2);
+  const json run = s.get_json("/threads/" + t + "/runs")[0];
+  CHECK(run["assistant_id"] == id);
+  CHECK(run["kwargs"]["config"]["configurable"]["tone"] == "dry");
+  CHECK(run["kwargs"]["context"] == json{{"user", "ada"}});
+  CHECK(s.get_json("/threads/" + t)["metadata"]["assistant_id"] == id);
+  (void)s.post_json("/threads/" + t + "/runs/wait",
+                    json{{"assistant_id", id},
+                         {"input", human_input("again")},
+                         {"config", {{"configurable", {{"tone", "warm"}}}}},
+                         {"context", {{"lang", "en"}}}});
+  const json second = s.get_json("/threads/" + t + "/runs?limit=1")[0];
+  CHECK(second["kwargs"]["config"]["configurable"]["tone"] == "warm");
+  CHECK(second["kwargs"]["context"] == json{{"user", "ada"}, {"lang", "en"}});
+
+  // Patch: a new version, metadata merged; versions newest first; an old version made latest.
+  const auto patched =
+      request("PATCH", "/assistants/" + id,
+              {{"config", {{"configurable", {{"tone", "warm"}}}}}, {"metadata", {{"stage", "b"}}}});
+  REQUIRE(patched.status == 200);
+  const json v2 = json::parse(patched.body);
+  CHECK(v2["version"] == 2);
+  CHECK(v2["metadata"] == json{{"team", "a"}, {"stage", "b"}});
+  CHECK(v2["name"] == "Dry Agent");
+  const json versions = s.post_json("/assistants/" + id + "/versions", json::object());
+  REQUIRE(versions.size() == 2);
+  CHECK(versions[0]["version"] == 2);
+  CHECK(versions[1]["version"] == 1);
+  CHECK(versions[1]["config"]["configurable"]["tone"] == "dry");
+  CHECK(s.post_json("/assistants/" + id + "/versions",
+                    json{{"limit", 1}, {"offset", 1}})[0]["version"] == 1);
+  const json back = s.post_json("/assistants/" + id + "/latest", json{{"version", 1}});
+  CHECK(back["version"] == 1);
+  CHECK(back["config"]["configurable"]["tone"] == "dry");
+  CHECK(s.get_json("/assistants/" + id)["metadata"] == json{{"team", "a"}});
+  CHECK(request("POST", "/assistants/" + id + "/latest", {{"version", 9}}).status == 404);
+  CHECK(request("POST", "/assistants/" + id + "/latest", {{"version", "1"}}).status == 422);
+  CHECK(request("PATCH", "/assistants/" + id, {{"graph_id", "nope"}}).status == 404);
+
+  // System assistants are read-only; they have one version.
+  CHECK(request("PATCH", "/assistants/agent", {{"name", "x"}}).status == 409);
+  CHECK(sg::test::http_request("DELETE", url + "/assistants/agent").status == 409);
+  CHECK(s.post_json("/assistants/agent/versions", json::object()).size() == 1);
+
+  // Delete with its threads: a busy thread refuses it and nothing is deleted.
+  const json slow = s.post_json("/threads/" + t + "/runs",
+                                json{{"assistant_id", id}, {"input", human_input("sleep:30000")}});
+  CHECK(
+      sg::test::http_request("DELETE", url + "/assistants/" + id + "?delete_threads=true").status ==
+      409);
+  CHECK(s.get("/assistants/" + id).status == 200);
+  CHECK(s.post("/threads/" + t + "/runs/" + slow["run_id"].get<std::string>() + "/cancel?wait=1",
+               std::string())
+            .status == 204);
+  CHECK(
+      sg::test::http_request("DELETE", url + "/assistants/" + id + "?delete_threads=true").status ==
+      204);
+  CHECK(s.get("/assistants/" + id).status == 404);
+  CHECK(s.get("/threads/" + t).status == 404);
+  CHECK(s.post_json("/assistants/count", json::object()) == 2);
 }
 
 TEST_CASE("server: bad search bodies are 422 with the reason") {

@@ -1,0 +1,288 @@
+// Assistants of the LangGraph Server API: the system assistant of each served graph (fixed,
+// uuid5 of the graph id) and the assistants clients create for a graph with their own config,
+// context and metadata. Every change to a created assistant is a new version; any version can be
+// made the latest again. Created assistants live in the server's record store under
+// ("stategraph", "assistants"), their versions under ("stategraph", "assistant_versions", id).
+#include <stategraph/core/time.hpp>
+#include <stategraph/core/uuid.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+
+#include "api.hpp"
+
+namespace sg::server {
+
+namespace {
+
+using nlohmann::json;
+
+const Namespace& assistants_namespace() {
+  static const Namespace ns{"stategraph", "assistants"};
+  return ns;
+}
+
+Namespace versions_namespace(const std::string& assistant_id) {
+  return {"stategraph", "assistant_versions", assistant_id};
+}
+
+/// Versions are keyed so that the store lists them in order.
+std::string version_key(std::int64_t version) {
+  return fmt::format("{:010d}", version);
+}
+
+/// An optional object field (config, context): `{}` when absent or null; 422 otherwise.
+json object_field(const json& body, const char* name) {
+  const auto it = body.find(name);
+  if (it == body.end() || it->is_null()) return json::object();
+  if (!it->is_object()) {
+    throw ApiError{422, fmt::format("'{}' must be an object, got {}", name, it->dump())};
+  }
+  return *it;
+}
+
+/// Whether `name` contains `part`, ignoring ASCII case (the JS server's name filter).
+bool contains_ignoring_case(const std::string& name, const std::string& part) {
+  const auto same = [](char a, char b) {
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
+  };
+  return std::search(name.begin(), name.end(), part.begin(), part.end(), same) != name.end();
+}
+
+/// The version entry of an assistant as it is now.
+json version_of(const json& assistant) {
+  json v = assistant;
+  v.erase("updated_at");
+  v["created_at"] = assistant["updated_at"];
+  return v;
+}
+
+bool is_system(const json& assistant) {
+  const auto m = assistant.find("metadata");
+  return m != assistant.end() && m->is_object() && m->value("created_by", "") == "system";
+}
+
+}  // namespace
+
+AssistantRegistry::AssistantRegistry(const std::vector<GraphEntry>& graphs,
+                                     std::shared_ptr<Store> records)
+    : graphs_(graphs), records_(std::move(records)) {}
+
+const GraphEntry& AssistantRegistry::graph(const std::string& graph_id) const {
+  for (const auto& g : graphs_) {
+    if (g.graph_id == graph_id) return g;
+  }
+  throw ApiError{404, fmt::format("graph '{}' not found", graph_id)};
+}
+
+std::optional<json> AssistantRegistry::created(const std::string& assistant_id) const {
+  auto item = records_->get(assistants_namespace(), assistant_id);
+  if (!item) return std::nullopt;
+  return std::move(item->value);
+}
+
+AssistantRegistry::Resolved AssistantRegistry::resolve(const std::string& id) const {
+  for (const auto& g : graphs_) {
+    if (g.assistant["assistant_id"] == id || g.graph_id == id) return {&g, g.assistant};
+  }
+  if (is_uuid(id)) {
+    if (auto assistant = created(id)) {
+      const auto graph_id = assistant->value("graph_id", std::string());
+      for (const auto& g : graphs_) {
+        if (g.graph_id == graph_id) return {&g, *std::move(assistant)};
+      }
+      throw ApiError{
+          409, fmt::format("assistant '{}' runs graph '{}', which is not served", id, graph_id)};
+    }
+  }
+  throw ApiError{404, fmt::format("assistant '{}' not found", id)};
+}
+
+json AssistantRegistry::require_created(const std::string& id, std::string_view change) const {
+  const Resolved found = resolve(id);
+  if (is_system(found.assistant)) {
+    throw ApiError{409, fmt::format("the system assistant of graph '{}' cannot be {}: create an "
+                                    "assistant for the graph instead",
+                                    found.graph->graph_id, change)};
+  }
+  return found.assistant;
+}
+
+ApiResponse AssistantRegistry::create(const ApiRequest& request) {
+  const json body = body_object(request);
+  const std::string graph_id = string_field(body, "graph_id");
+  if (graph_id.empty()) throw ApiError{422, "'graph_id' is required"};
+  (void)graph(graph_id);
+  std::string id = string_field(body, "assistant_id");
+  if (id.empty()) id = new_uuid4();
+  if (!is_uuid(id)) throw ApiError{422, fmt::format("assistant id '{}' is not a UUID", id)};
+  std::string if_exists = string_field(body, "if_exists");
+  if (if_exists.empty()) if_exists = "raise";
+  if (if_exists != "raise" && if_exists != "do_nothing") {
+    throw ApiError{422,
+                   fmt::format("'if_exists' must be raise or do_nothing, got '{}'", if_exists)};
+  }
+  std::string name = string_field(body, "name");
+  if (name.empty()) name = "Untitled";
+  const std::string description = string_field(body, "description");
+  const std::string now = iso_timestamp_now();
+  json assistant = {{"assistant_id", id},
+                    {"graph_id", graph_id},
+                    {"config", object_field(body, "config")},
+                    {"context", object_field(body, "context")},
+                    {"metadata", metadata_field(body)},
+                    {"name", name},
+                    {"description", description.empty() ? json() : json(description)},
+                    {"version", 1},
+                    {"created_at", now},
+                    {"updated_at", now}};
+  std::lock_guard lock(mu_);
+  for (const auto& g : graphs_) {
+    if (g.assistant["assistant_id"] != id) continue;
+    if (if_exists == "do_nothing") return json_response(g.assistant);
+    throw ApiError{409, fmt::format("assistant '{}' already exists", id)};
+  }
+  if (auto existing = created(id)) {
+    if (if_exists == "do_nothing") return json_response(*existing);
+    throw ApiError{409, fmt::format("assistant '{}' already exists", id)};
+  }
+  records_->put(versions_namespace(id), version_key(1), version_of(assistant));
+  records_->put(assistants_namespace(), id, assistant);
+  return json_response(assistant);
+}
+
+ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& request) {
+  const json body = body_object(request);
+  std::lock_guard lock(mu_);
+  json assistant = require_created(id, "changed");
+  if (const std::string graph_id = string_field(body, "graph_id"); !graph_id.empty()) {
+    (void)graph(graph_id);
+    assistant["graph_id"] = graph_id;
+  }
+  for (const char* name : {"config", "context"}) {
+    if (body.contains(name) && !body[name].is_null()) assistant[name] = object_field(body, name);
+  }
+  for (const char* name : {"name", "description"}) {
+    if (std::string value = string_field(body, name); !value.empty()) assistant[name] = value;
+  }
+  const json metadata = metadata_field(body);
+  for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+    assistant["metadata"][it.key()] = *it;
+  }
+  std::int64_t latest = 0;
+  for (const auto& v : records_->search(
+           {.prefix = versions_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
+    latest = std::max(latest, v.item.value.value("version", std::int64_t{0}));
+  }
+  assistant["version"] = latest + 1;
+  assistant["updated_at"] = iso_timestamp_now();
+  records_->put(versions_namespace(id), version_key(latest + 1), version_of(assistant));
+  records_->put(assistants_namespace(), id, assistant);
+  return json_response(assistant);
+}
+
+std::string AssistantRegistry::remove(const std::string& id) {
+  std::lock_guard lock(mu_);
+  const json assistant = require_created(id, "deleted");
+  for (const auto& v : records_->search(
+           {.prefix = versions_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
+    records_->remove(versions_namespace(id), v.item.key);
+  }
+  records_->remove(assistants_namespace(), id);
+  return assistant["assistant_id"];
+}
+
+std::vector<json> AssistantRegistry::matching(const json& body) const {
+  const std::string graph_id = string_field(body, "graph_id");
+  const std::string name = string_field(body, "name");
+  const json metadata = metadata_field(body);
+  std::vector<json> all;
+  for (auto& hit : records_->search(
+           {.prefix = assistants_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+    all.push_back(std::move(hit.item.value));
+  }
+  for (const auto& g : graphs_) all.push_back(g.assistant);
+  std::vector<json> found;
+  for (auto& a : all) {
+    if (!graph_id.empty() && a["graph_id"] != graph_id) continue;
+    if (!name.empty() && !contains_ignoring_case(a.value("name", ""), name)) continue;
+    if (!contains(a["metadata"], metadata)) continue;
+    found.push_back(std::move(a));
+  }
+  return found;
+}
+
+ApiResponse AssistantRegistry::search(const ApiRequest& request) const {
+  const json body = body_object(request);
+  const SearchPage page =
+      search_page(body, {"assistant_id", "graph_id", "name", "created_at", "updated_at"});
+  return paged_response(matching(body), page);
+}
+
+ApiResponse AssistantRegistry::count(const ApiRequest& request) const {
+  return json_response(matching(body_object(request)).size());
+}
+
+std::vector<json> AssistantRegistry::all_versions(const std::string& id) const {
+  const Resolved found = resolve(id);
+  const std::string assistant_id = found.assistant["assistant_id"];
+  if (is_system(found.assistant)) return {version_of(found.assistant)};
+  std::vector<json> out;
+  for (auto& v : records_->search({.prefix = versions_namespace(assistant_id),
+                 .limit = std::numeric_limits<std::size_t>::max()})) {
+    out.push_back(std::move(v.item.value));
+  }
+  std::sort(out.begin(), out.end(), [](const json& a, const json& b) {
+    return a.value("version", 0) > b.value("version", 0);
+  });
+  return out;
+}
+
+ApiResponse AssistantRegistry::versions(const std::string& id, const ApiRequest& request) const {
+  const json body = body_object(request);
+  const std::int64_t limit = int_field(body, "limit", 10, 1, 1000);
+  const std::int64_t offset = int_field(body, "offset", 0, 0, std::numeric_limits<int>::max());
+  const json metadata = metadata_field(body);
+  json out = json::array();
+  std::int64_t index = 0;
+  for (auto& v : all_versions(id)) {
+    if (!contains(v["metadata"], metadata)) continue;
+    if (index++ < offset) continue;
+    if (static_cast<std::int64_t>(out.size()) == limit) break;
+    out.push_back(std::move(v));
+  }
+  return json_response(out);
+}
+
+ApiResponse AssistantRegistry::set_latest(const std::string& id, const ApiRequest& request) {
+  const json body = body_object(request);
+  const auto it = body.find("version");
+  if (it == body.end() || !it->is_number_integer()) {
+    throw ApiError{422, "'version' is required and must be an integer"};
+  }
+  const std::int64_t version = it->get<std::int64_t>();
+  std::lock_guard lock(mu_);
+  const Resolved found = resolve(id);
+  if (is_system(found.assistant)) {
+    if (version != 1)
+      throw ApiError{404, fmt::format("assistant '{}' has no version {}", id, version)};
+    return json_response(found.assistant);
+  }
+  const std::string assistant_id = found.assistant["assistant_id"];
+  auto entry = records_->get(versions_namespace(assistant_id), version_key(version));
+  if (!entry) throw ApiError{404, fmt::format("assistant '{}' has no version {}", id, version)};
+  json assistant = found.assistant;
+  for (const char* field : {"graph_id", "config", "context", "metadata", "name", "description"}) {
+    if (entry->value.contains(field)) assistant[field] = entry->value[field];
+  }
+  assistant["version"] = version;
+  assistant["updated_at"] = iso_timestamp_now();
+  records_->put(assistants_namespace(), assistant_id, assistant);
+  return json_response(assistant);
+}
+
+}  // namespace sg::server
