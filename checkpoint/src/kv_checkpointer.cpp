@@ -524,6 +524,8 @@ void KvCheckpointer::Impl::write_value(detail::CborWriter<std::string>& w,
 // ------------------------------------------------------------------ the public class forwards
 
 KvCheckpointer::KvCheckpointer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KvCheckpointer::KvCheckpointer(std::unique_ptr<detail::KvBackend> kv)
+    : impl_(std::make_unique<Impl>(std::move(kv))) {}
 KvCheckpointer::~KvCheckpointer() = default;
 
 CheckpointConfig KvCheckpointer::put(const CheckpointConfig& config, const Checkpoint& checkpoint,

@@ -203,6 +203,9 @@ void KvStore::Impl::stop_sweeper() {
 // ------------------------------------------------------------------ the public class forwards
 
 KvStore::KvStore(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+KvStore::KvStore(std::unique_ptr<detail::KvBackend> kv, TtlConfig ttl,
+                 std::optional<IndexConfig> index)
+    : impl_(std::make_unique<Impl>(std::move(kv), std::move(ttl), std::move(index))) {}
 KvStore::~KvStore() = default;
 
 std::vector<StoreResult> KvStore::batch(std::vector<StoreOp> ops) {

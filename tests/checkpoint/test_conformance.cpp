@@ -123,7 +123,7 @@ std::vector<sg::CheckpointConfig> setup_source(sg::Checkpointer& saver, const st
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("put", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("put", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -255,8 +255,7 @@ TEST_CASE_TEMPLATE("put", F, MemoryFactory, RocksFactory) {
   }
 }
 
-TEST_CASE_TEMPLATE("ids and timestamps of any form read back exactly", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("ids and timestamps of any form read back exactly", F, SG_SAVER_FACTORIES) {
   // Records store canonical UUIDs and timestamps compactly; anything else is kept as given.
   F factory;
   auto saver = factory.make();
@@ -293,8 +292,8 @@ TEST_CASE_TEMPLATE("ids and timestamps of any form read back exactly", F, Memory
   }
 }
 
-TEST_CASE_TEMPLATE("versions_seen and run ids of any form read back exactly", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("versions_seen and run ids of any form read back exactly", F,
+                   SG_SAVER_FACTORIES) {
   // Records store a node's versions_seen of only its own trigger, and canonical run ids,
   // compactly; anything else is kept as given.
   F factory;
@@ -329,7 +328,7 @@ TEST_CASE_TEMPLATE("versions_seen and run ids of any form read back exactly", F,
   }
 }
 
-TEST_CASE_TEMPLATE("put_writes", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("put_writes", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -389,7 +388,7 @@ TEST_CASE_TEMPLATE("put_writes", F, MemoryFactory, RocksFactory) {
   }
 }
 
-TEST_CASE_TEMPLATE("get_tuple", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("get_tuple", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -422,7 +421,7 @@ TEST_CASE_TEMPLATE("get_tuple", F, MemoryFactory, RocksFactory) {
   CHECK(saver->get_tuple(config(tid, "child:1"))->checkpoint.id == child.checkpoint_id);
 }
 
-TEST_CASE_TEMPLATE("list", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("list", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -489,7 +488,7 @@ TEST_CASE_TEMPLATE("list", F, MemoryFactory, RocksFactory) {
   CHECK(std::find(saver->threads().begin(), saver->threads().end(), tid) != saver->threads().end());
 }
 
-TEST_CASE_TEMPLATE("delete_thread", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("delete_thread", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -507,7 +506,7 @@ TEST_CASE_TEMPLATE("delete_thread", F, MemoryFactory, RocksFactory) {
   CHECK(saver->threads() == std::vector<std::string>{other});
 }
 
-TEST_CASE_TEMPLATE("copy_thread", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("copy_thread", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string src = sg::new_uuid4();
@@ -533,7 +532,7 @@ TEST_CASE_TEMPLATE("copy_thread", F, MemoryFactory, RocksFactory) {
   CHECK(saver->list(in_thread(nowhere)).empty());
 }
 
-TEST_CASE_TEMPLATE("prune", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("prune", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -556,8 +555,7 @@ TEST_CASE_TEMPLATE("prune", F, MemoryFactory, RocksFactory) {
   CHECK(saver->list(in_thread(other)).size() == 2);
 }
 
-TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -667,8 +665,8 @@ TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, MemoryFac
   CHECK(saver->get_tuple(config(tid))->checkpoint.channel_values["messages"].size() == 3);
 }
 
-TEST_CASE_TEMPLATE("unchanged values are found whether or not puts are chained", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("unchanged values are found whether or not puts are chained", F,
+                   SG_SAVER_FACTORIES) {
   // Small values are kept in checkpoint records and large ones in blobs; a checkpoint that does
   // not rewrite a channel reads it at its version, whoever stored it.
   F factory;
@@ -702,8 +700,8 @@ TEST_CASE_TEMPLATE("unchanged values are found whether or not puts are chained",
   CHECK(saver->get_tuple(config(copy))->checkpoint.channel_values == json::object());
 }
 
-TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F,
+                   SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -753,7 +751,7 @@ TEST_CASE_TEMPLATE("put_all stores several checkpoints in one atomic write", F, 
 TEST_CASE_TEMPLATE(
     "put_all: the writes of the tasks that made a checkpoint read back as its "
     "parent's pending writes, wherever they are kept",
-    F, MemoryFactory, RocksFactory) {
+    F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -848,7 +846,7 @@ TEST_CASE_TEMPLATE(
 }
 
 TEST_CASE_TEMPLATE("task writes: pre-encoded items, and values that look like references", F,
-                   MemoryFactory, RocksFactory) {
+                   SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();
@@ -889,8 +887,7 @@ TEST_CASE_TEMPLATE("task writes: pre-encoded items, and values that look like re
   CHECK(saver->get_tuple(stored)->pending_writes.size() == 5);
 }
 
-TEST_CASE_TEMPLATE("latest_checkpoint_id follows puts, deletes and copies", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("latest_checkpoint_id follows puts, deletes and copies", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const std::string tid = sg::new_uuid4();

@@ -67,7 +67,7 @@ std::vector<std::string> sources(sg::Checkpointer& saver, const std::string& tid
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("a thread continues from its latest state", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("a thread continues from its latest state", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const auto app = chain(saver);
@@ -90,8 +90,7 @@ TEST_CASE_TEMPLATE("a thread continues from its latest state", F, MemoryFactory,
   CHECK(latest->metadata.contains("run_id"));
 }
 
-TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const auto app = chain(saver);
@@ -168,7 +167,7 @@ TEST_CASE_TEMPLATE("get_state, history, update_state, replay and fork", F, Memor
 }
 
 TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes, they do not run again", F,
-                   MemoryFactory, RocksFactory) {
+                   SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   std::atomic<int> ok_runs{0};
@@ -209,7 +208,7 @@ TEST_CASE_TEMPLATE("a failed step keeps its siblings' writes, they do not run ag
 TEST_CASE_TEMPLATE(
     "a write that fails to apply fails the run with its own error; the thread "
     "keeps its last checkpoint",
-    F, MemoryFactory, RocksFactory) {
+    F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   sg::StateGraph<Chat> g;
@@ -231,7 +230,7 @@ TEST_CASE_TEMPLATE(
   }
 }
 
-TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   std::atomic<int> runs{0};
@@ -383,7 +382,7 @@ TEST_CASE("static breakpoints resume with resume()") {
 }
 
 TEST_CASE_TEMPLATE("fork_checkpoint: a copy in another thread runs the same next node", F,
-                   MemoryFactory, RocksFactory) {
+                   SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   const auto app = chain(saver, {.interrupt_before = {"b"}});
@@ -418,7 +417,7 @@ TEST_CASE_TEMPLATE("fork_checkpoint: a copy in another thread runs the same next
   CHECK(saver->get_tuple({.thread_id = "t2"})->checkpoint.channel_values["x"] == 22);
 }
 
-TEST_CASE_TEMPLATE("durability modes give the same state", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("durability modes give the same state", F, SG_SAVER_FACTORIES) {
   F factory;
   for (auto mode : {sg::Durability::sync, sg::Durability::async, sg::Durability::exit}) {
     auto saver = factory.make();
@@ -433,8 +432,8 @@ TEST_CASE_TEMPLATE("durability modes give the same state", F, MemoryFactory, Roc
   }
 }
 
-TEST_CASE_TEMPLATE("a run on a thread sees every change made since the last run", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("a run on a thread sees every change made since the last run", F,
+                   SG_SAVER_FACTORIES) {
   // A compiled graph keeps the final state of the threads it ran (recent_threads) and uses it
   // only while it is still the thread's latest checkpoint.
   F factory;
@@ -542,7 +541,7 @@ TEST_CASE("bytes stored per superstep do not grow with the conversation") {
 }
 
 TEST_CASE_TEMPLATE("a concat list is stored as edits: flat bytes, every checkpoint reads back", F,
-                   MemoryFactory, RocksFactory) {
+                   SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();
   auto plain = std::make_shared<sg::test::PlainSaver>();
@@ -622,8 +621,7 @@ TEST_CASE("errors: no thread id, nothing to resume, unknown checkpoint, corrupt 
   CHECK_THROWS_AS((void)app.get_state(thread("t")), sg::CheckpointError);
 }
 
-TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("many threads run graphs and read checkpoints at once", F, SG_SAVER_FACTORIES) {
   // One saver, one compiled graph, four writer threads (each its own conversation thread, with
   // sync and async durability) and a reader listing and loading everyone's checkpoints.
   F factory;

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <thread>
 
+#ifdef SG_TEST_POSTGRES
+#include "support/saver_factories.hpp"
+#endif
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
@@ -29,6 +32,18 @@ struct RocksFactory {
   }
 };
 
+#ifdef SG_TEST_POSTGRES
+struct PostgresFactory {
+  std::shared_ptr<sg::KvStore> make(sg::TtlConfig ttl = {}) {
+    return sg::PostgresStore::open(sg::test::shared_postgres().conninfo(),
+                                   {.table = sg::test::fresh_postgres_table("store")}, ttl);
+  }
+};
+#define SG_STORE_FACTORIES MemoryFactory, RocksFactory, PostgresFactory
+#else
+#define SG_STORE_FACTORIES MemoryFactory, RocksFactory
+#endif
+
 std::vector<std::string> keys_of(const std::vector<sg::SearchItem>& hits) {
   std::vector<std::string> out;
   for (const auto& h : hits) out.push_back(h.item.key);
@@ -37,7 +52,7 @@ std::vector<std::string> keys_of(const std::vector<sg::SearchItem>& hits) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("put, get, replace and delete", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("put, get, replace and delete", F, SG_STORE_FACTORIES) {
   F factory;
   auto store = factory.make();
   const sg::Namespace ns{"users", "u1", "memories"};
@@ -68,7 +83,7 @@ TEST_CASE_TEMPLATE("put, get, replace and delete", F, MemoryFactory, RocksFactor
   CHECK(j["created_at"].get<std::string>().size() == 32);
 }
 
-TEST_CASE_TEMPLATE("namespace rules on every operation", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("namespace rules on every operation", F, SG_STORE_FACTORIES) {
   F factory;
   auto store = factory.make();
   auto fails = [&](const sg::Namespace& ns, const std::string& words) {
@@ -95,8 +110,7 @@ TEST_CASE_TEMPLATE("namespace rules on every operation", F, MemoryFactory, Rocks
   CHECK(sg::join_namespace({"a", "b"}) == "a.b");
 }
 
-TEST_CASE_TEMPLATE("values must be objects, bad input changes nothing", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("values must be objects, bad input changes nothing", F, SG_STORE_FACTORIES) {
   F factory;
   auto store = factory.make();
   store->put({"a"}, "k", {{"v", 1}});
@@ -107,7 +121,7 @@ TEST_CASE_TEMPLATE("values must be objects, bad input changes nothing", F, Memor
   CHECK(store->get({"a"}, "k")->value == json{{"v", 1}});
 }
 
-TEST_CASE_TEMPLATE("search: prefix, filters, order and paging", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("search: prefix, filters, order and paging", F, SG_STORE_FACTORIES) {
   F factory;
   // Each reading of this clock is 1 ms later: every put has its own updated_at.
   auto ticks = std::make_shared<std::atomic<std::int64_t>>(0);
@@ -168,8 +182,8 @@ TEST_CASE_TEMPLATE("search: prefix, filters, order and paging", F, MemoryFactory
   }
 }
 
-TEST_CASE_TEMPLATE("list_namespaces: prefix, suffix, wildcards, depth, paging", F, MemoryFactory,
-                   RocksFactory) {
+TEST_CASE_TEMPLATE("list_namespaces: prefix, suffix, wildcards, depth, paging", F,
+                   SG_STORE_FACTORIES) {
   F factory;
   auto store = factory.make();
   for (const sg::Namespace& ns : std::vector<sg::Namespace>{
@@ -197,7 +211,7 @@ TEST_CASE_TEMPLATE("list_namespaces: prefix, suffix, wildcards, depth, paging", 
   CHECK(store->list_namespaces({.match = {{K::prefix, {"a", "e"}}}}).empty());
 }
 
-TEST_CASE_TEMPLATE("TTL: expiry, refresh on read, sweeping", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("TTL: expiry, refresh on read, sweeping", F, SG_STORE_FACTORIES) {
   F factory;
   // A fake clock: TTLs are minutes, the test must not sleep for them.
   auto micros = std::make_shared<std::atomic<std::int64_t>>(1'700'000'000'000'000);
@@ -249,7 +263,7 @@ TEST_CASE_TEMPLATE("TTL: expiry, refresh on read, sweeping", F, MemoryFactory, R
   CHECK(defaults->get({"d"}, "keep"));
 }
 
-TEST_CASE_TEMPLATE("batch runs operations in order", F, MemoryFactory, RocksFactory) {
+TEST_CASE_TEMPLATE("batch runs operations in order", F, SG_STORE_FACTORIES) {
   F factory;
   auto store = factory.make();
   std::vector<sg::StoreOp> ops;

@@ -13,6 +13,10 @@
 
 namespace sg {
 
+namespace detail {
+class KvBackend;  // the ordered key-value backend (kv module, internal)
+}  // namespace detail
+
 class InMemorySaver;
 class RocksDbSaver;
 
@@ -67,6 +71,12 @@ class KvCheckpointer : public Checkpointer {
  private:
   friend class InMemorySaver;
   friend class RocksDbSaver;
+
+ protected:
+  /// A checkpointer over `kv`, for savers on other backends (PostgresSaver).
+  explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
+
+ private:
   /// The state and the storage code (checkpoint/src/kv_saver_impl.hpp).
   struct Impl;
   explicit KvCheckpointer(std::unique_ptr<Impl> impl);

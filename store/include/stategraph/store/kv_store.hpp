@@ -8,9 +8,14 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace sg {
+
+namespace detail {
+class KvBackend;  // the ordered key-value backend (kv module, internal)
+}  // namespace detail
 
 class InMemoryStore;
 class RocksDbStore;
@@ -48,6 +53,12 @@ class KvStore : public Store {
  private:
   friend class InMemoryStore;
   friend class RocksDbStore;
+
+ protected:
+  /// A store over `kv`, for stores on other backends (PostgresStore).
+  KvStore(std::unique_ptr<detail::KvBackend> kv, TtlConfig ttl, std::optional<IndexConfig> index);
+
+ private:
   /// The state and the storage code (store/src/kv_store_impl.hpp).
   struct Impl;
   explicit KvStore(std::unique_ptr<Impl> impl);

@@ -1,0 +1,30 @@
+#pragma once
+
+#include <stategraph/postgres/postgres_saver.hpp>
+#include <stategraph/store/kv_store.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace sg {
+
+/// A long-term memory store in PostgreSQL: KvStore's semantics (namespaces, typed filters, TTL,
+/// semantic search with an in-process index) over one table of (space, key, value) rows; each
+/// put is one transaction in one round trip. One process per table for now (the semantic index
+/// lives in the process). Thread-safe.
+class PostgresStore final : public KvStore {
+ public:
+  /// Connects to `conninfo` and creates the table when missing (default "sg_store"). Throws
+  /// StoreError ("store.io") naming the failure, or Error ("argument.invalid") for a bad TTL or
+  /// index configuration.
+  [[nodiscard]] static std::shared_ptr<PostgresStore> open(
+      const std::string& conninfo, PostgresOptions options = {}, TtlConfig ttl = {},
+      std::optional<IndexConfig> index = std::nullopt);
+
+ private:
+  PostgresStore(std::unique_ptr<detail::KvBackend> kv, TtlConfig ttl,
+                std::optional<IndexConfig> index);
+};
+
+}  // namespace sg

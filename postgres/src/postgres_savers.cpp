@@ -1,0 +1,54 @@
+// PostgresSaver and PostgresStore: KvCheckpointer and KvStore over PostgresKv.
+#include <stategraph/postgres/postgres_saver.hpp>
+#include <stategraph/postgres/postgres_store.hpp>
+
+#include "postgres_kv.hpp"
+
+namespace sg {
+
+namespace {
+
+std::shared_ptr<pg::Pool> make_pool(const std::string& conninfo, std::size_t size,
+                                    const detail::PostgresFail& fail) {
+  try {
+    return std::make_shared<pg::Pool>(conninfo, size);
+  } catch (const PostgresError& e) {
+    fail(e);
+    throw;
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
+                                                   PostgresOptions options) {
+  detail::PostgresFail fail = [](const PostgresError& e) {
+    throw CheckpointError(errc::kCheckpointIo, std::string("the checkpoint database: ") + e.what());
+  };
+  auto pool = make_pool(conninfo, options.pool_size, fail);
+  auto kv = std::make_unique<detail::PostgresKv>(
+      std::move(pool), options.table.empty() ? "sg_checkpoints" : options.table, std::move(fail));
+  return std::shared_ptr<PostgresSaver>(new PostgresSaver(std::move(kv)));
+}
+
+PostgresSaver::PostgresSaver(std::unique_ptr<detail::KvBackend> kv)
+    : KvCheckpointer(std::move(kv)) {}
+
+std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
+                                                   PostgresOptions options, TtlConfig ttl,
+                                                   std::optional<IndexConfig> index) {
+  detail::PostgresFail fail = [](const PostgresError& e) {
+    throw StoreError(errc::kStoreIo, std::string("the store database: ") + e.what());
+  };
+  auto pool = make_pool(conninfo, options.pool_size, fail);
+  auto kv = std::make_unique<detail::PostgresKv>(
+      std::move(pool), options.table.empty() ? "sg_store" : options.table, std::move(fail));
+  return std::shared_ptr<PostgresStore>(
+      new PostgresStore(std::move(kv), std::move(ttl), std::move(index)));
+}
+
+PostgresStore::PostgresStore(std::unique_ptr<detail::KvBackend> kv, TtlConfig ttl,
+                             std::optional<IndexConfig> index)
+    : KvStore(std::move(kv), std::move(ttl), std::move(index)) {}
+
+}  // namespace sg
