@@ -1,10 +1,12 @@
 // `stategraph serve`: the built-in graphs over the LangGraph Server API (sg::Server), their
-// threads, runs and store kept in RocksDB (or in memory with --in-memory), until SIGINT or
-// SIGTERM.
+// threads, runs and store kept in RocksDB, in PostgreSQL (--db postgresql://...) or in memory
+// (--in-memory), until SIGINT or SIGTERM.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/models/local_model.hpp>
+#include <stategraph/postgres/postgres_saver.hpp>
+#include <stategraph/postgres/postgres_store.hpp>
 #include <stategraph/server/server.hpp>
 #include <stategraph/store/memory_store.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
@@ -56,7 +58,16 @@ void serve(const ServeArgs& args) {
   BuiltinGraphOptions graph_options;
   graph_options.model = default_chat_model();
   std::string where = "in memory";
-  if (!args.in_memory) {
+  const bool postgres =
+      args.db.rfind("postgresql://", 0) == 0 || args.db.rfind("postgres://", 0) == 0;
+  if (!args.in_memory && postgres) {
+    // Tables sg_checkpoints, sg_store and sg_records; one server process per database for now.
+    auto saver = PostgresSaver::open(args.db);
+    options.checkpointer = saver;
+    options.store = PostgresStore::open(args.db);
+    options.records = PostgresStore::open(args.db, {.table = "sg_records"});
+    where = "in PostgreSQL";  // not the URL: it may hold a password
+  } else if (!args.in_memory) {
     std::filesystem::create_directories(args.db);
     const std::filesystem::path root(args.db);
     auto saver = RocksDbSaver::open((root / "checkpoints").string());
@@ -106,14 +117,15 @@ void add_serve_command(CLI::App& app, Action& action) {
   auto* cmd = app.add_subcommand(
       "serve",
       "Serve the built-in graphs over the LangGraph Server API (the official SDKs and UIs work "
-      "against it) until Ctrl-C; threads, runs and the store persist in RocksDB");
+      "against it) until Ctrl-C; threads, runs and the store persist in RocksDB or PostgreSQL");
   cmd->add_option("--host", args->host,
                   "Address to bind (a non-loopback one needs "
                   "STATEGRAPH_API_KEY or --allow-public)")
       ->capture_default_str();
   cmd->add_option("--port", args->port, "Port (0 picks a free one)")->capture_default_str();
   cmd->add_option("--db", args->db,
-                  "Data directory (checkpoints/, store/ and records/ RocksDB databases)")
+                  "Data directory (checkpoints/, store/ and records/ RocksDB databases), or a "
+                  "PostgreSQL URL (postgresql://...; tables sg_checkpoints, sg_store, sg_records)")
       ->capture_default_str();
   cmd->add_flag("--in-memory", args->in_memory, "Keep everything in memory (lost at exit)");
   cmd->add_option("--graph", args->graphs, "Serve only these built-in graphs (repeatable)");

@@ -12,6 +12,10 @@ constexpr int kScanPage = 256;
 /// The advisory lock that serializes schema changes of every stategraph process.
 constexpr std::int64_t kSchemaLock = 0x73675f736368656d;  // "sg_schem"
 
+/// The first key of the two-key advisory lock that makes a table exclusive (the second is the
+/// table name's hash).
+constexpr int kOwnerLock = 0x73676b76;  // "sgkv"
+
 }  // namespace
 
 template <typename Work>
@@ -24,8 +28,26 @@ auto PostgresKv::run(Work&& work) {
   }
 }
 
-PostgresKv::PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, PostgresFail fail)
+PostgresKv::PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, PostgresFail fail,
+                       bool exclusive)
     : pool_(std::move(pool)), table_(pg::quote_identifier(table)), fail_(std::move(fail)) {
+  if (exclusive) {
+    try {
+      owner_ = std::make_unique<pg::Connection>(pool_->conninfo());
+      const auto got = owner_->exec("SELECT pg_try_advisory_lock($1, hashtext($2))",
+                                    pg::Params().integer(kOwnerLock).text(table));
+      if (got.get(0, 0) != "t") {
+        throw PostgresError(errc::kPostgresQuery,
+                            fmt::format("table {} is in use by another saver or store (one "
+                                        "process per table)",
+                                        table_),
+                            "55P03");
+      }
+    } catch (const PostgresError& e) {
+      fail_(e);
+      throw;
+    }
+  }
   run([&](pg::Connection& c) {
     (void)c.pipeline({{"SELECT pg_advisory_xact_lock($1)", pg::Params().integer(kSchemaLock)},
                       {fmt::format("CREATE TABLE IF NOT EXISTS {} (space smallint NOT NULL, "

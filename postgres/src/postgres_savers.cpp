@@ -23,11 +23,13 @@ std::shared_ptr<pg::Pool> make_pool(const std::string& conninfo, std::size_t siz
 std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
                                                    PostgresOptions options) {
   detail::PostgresFail fail = [](const PostgresError& e) {
-    throw CheckpointError(errc::kCheckpointIo, std::string("the checkpoint database: ") + e.what());
+    throw CheckpointError(e.sqlstate() == "55P03" ? errc::kCheckpointLocked : errc::kCheckpointIo,
+                          std::string("the checkpoint database: ") + e.what());
   };
   auto pool = make_pool(conninfo, options.pool_size, fail);
   auto kv = std::make_unique<detail::PostgresKv>(
-      std::move(pool), options.table.empty() ? "sg_checkpoints" : options.table, std::move(fail));
+      std::move(pool), options.table.empty() ? "sg_checkpoints" : options.table, std::move(fail),
+      /*exclusive=*/true);
   return std::shared_ptr<PostgresSaver>(new PostgresSaver(std::move(kv)));
 }
 
@@ -38,11 +40,13 @@ std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
                                                    PostgresOptions options, TtlConfig ttl,
                                                    std::optional<IndexConfig> index) {
   detail::PostgresFail fail = [](const PostgresError& e) {
-    throw StoreError(errc::kStoreIo, std::string("the store database: ") + e.what());
+    throw StoreError(e.sqlstate() == "55P03" ? errc::kStoreLocked : errc::kStoreIo,
+                     std::string("the store database: ") + e.what());
   };
   auto pool = make_pool(conninfo, options.pool_size, fail);
   auto kv = std::make_unique<detail::PostgresKv>(
-      std::move(pool), options.table.empty() ? "sg_store" : options.table, std::move(fail));
+      std::move(pool), options.table.empty() ? "sg_store" : options.table, std::move(fail),
+      /*exclusive=*/true);
   return std::shared_ptr<PostgresStore>(
       new PostgresStore(std::move(kv), std::move(ttl), std::move(index)));
 }

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "support/http_client.hpp"
+#include "support/postgres_cluster.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -60,9 +61,12 @@ std::vector<std::string> contents(const json& values) {
 
 }  // namespace
 
-TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and after SIGKILL") {
-  sg::test::TempDir dir;
-  const std::string db = dir.sub("server");
+namespace {
+
+/// Serves on `db` (a directory or a postgresql:// URL) three times: a conversation and an
+/// assistant survive a SIGTERM restart; a run that a SIGKILL cut leaves an idle thread, a failed
+/// run and the checkpoints it wrote.
+void check_restarts(const std::string& db) {
   std::string thread_id;
   {
     ServeProcess serve({"--db", db});
@@ -129,6 +133,25 @@ TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and aft
                                    {{"assistant_id", "agent"}, {"input", human("after")}});
     CHECK(contents(json::parse(waited.body)).back() == "echo: after");
   }
+}
+
+}  // namespace
+
+TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and after SIGKILL") {
+  sg::test::TempDir dir;
+  check_restarts(dir.sub("server"));
+}
+
+TEST_CASE("stategraph serve: threads resume from PostgreSQL after a restart and after SIGKILL") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  check_restarts(cluster.url());
+  // One server process per database for now: a second one is refused with the reason.
+  ServeProcess first({"--db", cluster.url()});
+  const auto second =
+      sg::test::run_process(SG_CLI_PATH, {"serve", "--port", "0", "--db", cluster.url()});
+  CHECK(second.exit_code != 0);
+  CHECK(second.err.find("in use") != std::string::npos);
 }
 
 TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address needs one") {

@@ -16,17 +16,6 @@ using sg::pg::Params;
 using sg::pg::Pool;
 using sg::pg::Statement;
 
-namespace {
-
-/// The cluster, or a skip message when this machine cannot make one.
-#define SG_REQUIRE_POSTGRES()                                                   \
-  if (const std::string why = sg::test::postgres_unavailable(); !why.empty()) { \
-    MESSAGE("skipped: " << why);                                                \
-    return;                                                                     \
-  }
-
-}  // namespace
-
 TEST_CASE("pg: statements, text and binary parameters, NULL, results") {
   SG_REQUIRE_POSTGRES();
   sg::test::PostgresCluster cluster;

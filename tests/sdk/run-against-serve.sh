@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
-# Starts `stategraph serve` on a free port (in memory, or on RocksDB in a temp dir with
-# --rocksdb) and runs the official JS SDK's conformance suite against it (run.sh).
-#   usage: tests/sdk/run-against-serve.sh PATH/TO/stategraph [--rocksdb]
+# Starts `stategraph serve` on a free port (in memory, on RocksDB in a temp dir with --rocksdb,
+# or on a throwaway PostgreSQL 15 cluster with --postgres) and runs the official JS SDK's
+# conformance suite against it (run.sh).
+#   usage: tests/sdk/run-against-serve.sh PATH/TO/stategraph [--rocksdb|--postgres]
 # Needs node and npm (the suite installs @langchain/langgraph-sdk from npm with `npm ci`).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  echo "usage: $0 PATH/TO/stategraph [--rocksdb]" >&2
+  echo "usage: $0 PATH/TO/stategraph [--rocksdb|--postgres]" >&2
   exit 2
 fi
 cli="$1"
@@ -17,16 +18,47 @@ for tool in node npm; do
   fi
 done
 work="$(mktemp -d /tmp/sg-sdk-XXXXXX)"
-storage=(--in-memory)
-if [[ "${2:-}" == "--rocksdb" ]]; then storage=(--db "$work/db"); fi
-"$cli" serve --port 0 "${storage[@]}" >"$work/out" 2>"$work/err" &
-server=$!
+server=""
+pg_pid=""
 cleanup() {
-  kill "$server" 2>/dev/null || true
-  wait "$server" 2>/dev/null || true
+  if [[ -n "$server" ]]; then
+    kill "$server" 2>/dev/null || true
+    wait "$server" 2>/dev/null || true
+  fi
+  if [[ -n "$pg_pid" ]]; then  # the throwaway cluster, stopped by its pid
+    kill -INT "$pg_pid" 2>/dev/null || true
+    while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+  fi
   rm -rf "$work"
 }
 trap cleanup EXIT
+storage=(--in-memory)
+case "${2:-}" in
+  --rocksdb) storage=(--db "$work/db") ;;
+  --postgres)
+    # design/server-and-postgres.md §5: initdb and pg_ctl refuse root, so they run as postgres.
+    pgbin=/usr/lib/postgresql/15/bin
+    if [[ ! -x "$pgbin/initdb" ]]; then
+      echo "sdk tests: PostgreSQL 15 is not installed (scripts/install-deps installs it)" >&2
+      exit 1
+    fi
+    as_pg=()
+    if [[ $(id -u) -eq 0 ]]; then
+      chown postgres:postgres "$work"
+      as_pg=(runuser -u postgres --)
+    fi
+    "${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+      --no-sync >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
+    "${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -t 30 -s \
+      -o "-c listen_addresses='' -p 54329 -k $work -c fsync=off -c synchronous_commit=off" \
+      start || { cat "$work/pg.log" >&2; exit 1; }
+    pg_pid="$(head -1 "$work/pg/postmaster.pid")"
+    "${as_pg[@]}" "$pgbin/createdb" -h "$work" -p 54329 -U postgres sgtest
+    storage=(--db "postgresql:///sgtest?host=$work&port=54329&user=postgres")
+    ;;
+esac
+"$cli" serve --port 0 "${storage[@]}" >"$work/out" 2>"$work/err" &
+server=$!
 url=""
 for _ in $(seq 1 300); do
   url="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/out" || true)"

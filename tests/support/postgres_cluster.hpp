@@ -39,6 +39,13 @@ inline std::string postgres_unavailable() {
   return {};
 }
 
+/// At the top of a test case: ends it with a message saying why when no cluster can be made here.
+#define SG_REQUIRE_POSTGRES()                                                   \
+  if (const std::string why = sg::test::postgres_unavailable(); !why.empty()) { \
+    MESSAGE("skipped: " << why);                                                \
+    return;                                                                     \
+  }
+
 /// One cluster with a database "sgtest". Not thread-safe.
 class PostgresCluster {
  public:
@@ -73,6 +80,12 @@ class PostgresCluster {
   /// The libpq connection string of database "sgtest".
   [[nodiscard]] std::string conninfo() const {
     return "host=" + dir_.path().string() + " port=" + port() + " user=postgres dbname=sgtest";
+  }
+
+  /// The same as a postgresql:// URL (for `stategraph serve --db`).
+  [[nodiscard]] std::string url() const {
+    return "postgresql:///sgtest?host=" + dir_.path().string() + "&port=" + port() +
+           "&user=postgres";
   }
 
   /// Starts the server (after stop()).

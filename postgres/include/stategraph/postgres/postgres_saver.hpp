@@ -21,14 +21,16 @@ struct PostgresOptions {
 /// A checkpointer in PostgreSQL, with the layout of RocksDbSaver (KvCheckpointer: a message
 /// log plus ranges, so the bytes written per superstep do not grow with the conversation) in one
 /// table of (space, key, value) rows. Each put, put_writes, delete_thread, copy_thread and
-/// prune is one transaction sent in one round trip (libpq pipeline mode). One process per table
-/// for now: the saver keeps per-thread caches in memory (the run queue for many processes is
-/// issue 16's next part). Graphs use durability sync with it by default. Thread-safe.
+/// prune is one transaction sent in one round trip (libpq pipeline mode). One saver per table
+/// at a time, as with RocksDB: it keeps per-thread caches in memory, so it holds a Postgres
+/// session lock on its table while open (sharing a table among processes comes with the run
+/// queue). Graphs use durability sync with it by default. Thread-safe.
 class PostgresSaver final : public KvCheckpointer {
  public:
   /// Connects to `conninfo` (libpq's "host=... dbname=..." or "postgresql://...") and creates
   /// the table when missing (default "sg_checkpoints"). Throws CheckpointError
-  /// ("checkpoint.io") naming the failure.
+  /// ("checkpoint.locked" when another saver has the table open, "checkpoint.io" otherwise)
+  /// naming the failure.
   [[nodiscard]] static std::shared_ptr<PostgresSaver> open(const std::string& conninfo,
                                                            PostgresOptions options = {});
 

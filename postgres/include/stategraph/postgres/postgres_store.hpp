@@ -11,13 +11,14 @@ namespace sg {
 
 /// A long-term memory store in PostgreSQL: KvStore's semantics (namespaces, typed filters, TTL,
 /// semantic search with an in-process index) over one table of (space, key, value) rows; each
-/// put is one transaction in one round trip. One process per table for now (the semantic index
-/// lives in the process). Thread-safe.
+/// put is one transaction in one round trip. One store per table at a time (the semantic index
+/// lives in the process): it holds a Postgres session lock on its table while open.
+/// Thread-safe.
 class PostgresStore final : public KvStore {
  public:
   /// Connects to `conninfo` and creates the table when missing (default "sg_store"). Throws
-  /// StoreError ("store.io") naming the failure, or Error ("argument.invalid") for a bad TTL or
-  /// index configuration.
+  /// StoreError ("store.locked" when another store has the table open, "store.io" otherwise)
+  /// naming the failure, or Error ("argument.invalid") for a bad TTL or index configuration.
   [[nodiscard]] static std::shared_ptr<PostgresStore> open(
       const std::string& conninfo, PostgresOptions options = {}, TtlConfig ttl = {},
       std::optional<IndexConfig> index = std::nullopt);
