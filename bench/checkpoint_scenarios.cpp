@@ -5,6 +5,8 @@
 // next starts), which LangGraph.js's numbers do not pay for.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/postgres/pg.hpp>
+#include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <algorithm>
@@ -24,16 +26,34 @@ constexpr std::uint32_t kSummarizeSeed = 0x20000000;
 constexpr std::uint32_t kCheckpointSeed = 0x30000000;
 
 /// A saver of one variant, and how to report its storage.
+/// The database of the postgres variants: SG_BENCH_POSTGRES, a libpq connection string
+/// (bench/postgres/run.sh starts a throwaway cluster and sets it).
+std::string bench_postgres() {
+  const char* conninfo = std::getenv("SG_BENCH_POSTGRES");
+  if (conninfo == nullptr || *conninfo == '\0') {
+    throw std::runtime_error(
+        "the postgres variants need SG_BENCH_POSTGRES (a libpq connection string); "
+        "bench/postgres/run.sh sets it");
+  }
+  return conninfo;
+}
+
 struct Saver {
   std::shared_ptr<sg::KvCheckpointer> saver;
   std::shared_ptr<sg::RocksDbSaver> rocks;
   std::shared_ptr<sg::InMemorySaver> memory;
+  std::string postgres_table;  // the postgres variants' table
   std::string variant;
 
   static Saver make(const std::string& variant, const std::string& name) {
     Saver s;
     s.variant = variant;
-    if (variant == "rocksdb" || variant == "rocksdb_sync") {
+    if (variant == "postgres" || variant == "postgres_sync") {
+      s.postgres_table = "bench_" + name;
+      sg::pg::Connection c(bench_postgres());
+      (void)c.exec("DROP TABLE IF EXISTS " + sg::pg::quote_identifier(s.postgres_table));
+      s.saver = sg::PostgresSaver::open(bench_postgres(), {.table = s.postgres_table});
+    } else if (variant == "rocksdb" || variant == "rocksdb_sync") {
       s.rocks = sg::RocksDbSaver::open(bench::fresh_dir(name));
       s.saver = s.rocks;
     } else {
@@ -58,6 +78,16 @@ struct Saver {
     out["writes"] = writes;
     if (rocks) {
       out["disk_bytes"] = rocks->disk_bytes();
+    } else if (!postgres_table.empty()) {
+      sg::pg::Connection c(bench_postgres());
+      const auto r = c.exec(
+          "SELECT pg_total_relation_size($1::regclass), pg_relation_size($1::regclass), "
+          "(SELECT count(*) FROM " +
+              sg::pg::quote_identifier(postgres_table) + ")",
+          sg::pg::Params().text(sg::pg::quote_identifier(postgres_table)));
+      out["total_bytes"] = r.get_int(0, 0);  // table, index and TOAST
+      out["heap_bytes"] = r.get_int(0, 1);
+      out["rows"] = r.get_int(0, 2);
     } else {
       out["stored_bytes"] = memory->stored_bytes();
     }
@@ -66,7 +96,8 @@ struct Saver {
 
   /// The durability of the runs: async (the workloads' LangGraph default), or sync.
   [[nodiscard]] sg::Durability durability() const {
-    return variant == "rocksdb_sync" ? sg::Durability::sync : sg::Durability::async;
+    return variant == "rocksdb_sync" || variant == "postgres_sync" ? sg::Durability::sync
+                                                                   : sg::Durability::async;
   }
   [[nodiscard]] std::string durability_name() const {
     return durability() == sg::Durability::sync ? "sync" : "async";
@@ -180,6 +211,9 @@ Json run_loop(const std::string& variant) {
 }
 
 const bench::Register loop_memory("loop:memory", [] { return run_loop("memory"); });
+const bench::Register loop_postgres("loop:postgres", [] { return run_loop("postgres"); });
+const bench::Register loop_postgres_sync("loop:postgres_sync",
+                                         [] { return run_loop("postgres_sync"); });
 const bench::Register loop_rocksdb("loop:rocksdb", [] { return run_loop("rocksdb"); });
 const bench::Register loop_rocksdb_sync("loop:rocksdb_sync",
                                         [] { return run_loop("rocksdb_sync"); });
@@ -293,6 +327,8 @@ const bench::Register summarize_rocksdb("summarize_trim:rocksdb",
                                         [] { return run_summarize("rocksdb"); });
 const bench::Register summarize_rocksdb_sync("summarize_trim:rocksdb_sync",
                                              [] { return run_summarize("rocksdb_sync"); });
+const bench::Register summarize_postgres("summarize_trim:postgres",
+                                         [] { return run_summarize("postgres"); });
 
 // -------------------------------------------------------------------------- checkpoint_io
 

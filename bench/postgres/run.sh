@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# stategraph's PostgresSaver against LangGraph.js's PostgresSaver
+# (@langchain/langgraph-checkpoint-postgres) on the same throwaway PostgreSQL 15 cluster, one
+# after the other: WORKLOADS.md's loop (1,000 supersteps, durability async as LangGraph's
+# default; stategraph also with sync), then the bytes each saver's tables hold.
+#   bench/postgres/run.sh [--bench PATH/TO/stategraph-bench] [--out FILE]
+# Needs node and npm (npm ci installs the JS side from the lockfile) and postgresql-15.
+set -euo pipefail
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+bench="$root/build-bench/bench/stategraph-bench"
+out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --bench) bench="$2"; shift 2 ;;
+    --out) out="$2"; shift 2 ;;
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
+[[ -x "$bench" ]] || { echo "run.sh: no $bench (make bench builds it)" >&2; exit 1; }
+stamp="$here/node_modules/.stategraph-lock.sha256"
+want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
+if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
+  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  echo "$want" >"$stamp"
+fi
+
+pgbin=/usr/lib/postgresql/15/bin
+work="$(mktemp -d /tmp/sg-bench-pg-XXXXXX)"
+pg_pid=""
+cleanup() {
+  if [[ -n "$pg_pid" ]]; then
+    kill -INT "$pg_pid" 2>/dev/null || true
+    while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+as_pg=()
+if [[ $(id -u) -eq 0 ]]; then
+  chown postgres:postgres "$work"
+  as_pg=(runuser -u postgres --)
+fi
+# A durable server this time (fsync on, as in production), on a unix socket of its own.
+"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
+  >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -t 30 -s \
+  -o "-c listen_addresses='' -p 54330 -k $work" start
+pg_pid="$(head -1 "$work/pg/postmaster.pid")"
+"${as_pg[@]}" "$pgbin/createdb" -h "$work" -p 54330 -U postgres bench
+
+results="$work/results.jsonl"
+echo "run.sh: LangGraph.js loop on its PostgresSaver" >&2
+node "$here/loop.mjs" "$work" 54330 bench >>"$results"
+for unit in loop:postgres loop:postgres_sync; do
+  echo "run.sh: stategraph $unit" >&2
+  SG_BENCH_POSTGRES="host=$work port=54330 user=postgres dbname=bench" "$bench" "$unit" --json \
+    | tail -1 >>"$results"
+done
+[[ -n "$out" ]] && cp "$results" "$out"
+cat "$results"
+node -e '
+const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
+const js = rows[0];
+const line = (name, r) => {
+  const bytes = r.storage.total_bytes;
+  console.log(`| ${name} | ${r.durability} | ${r.supersteps_per_s} | ${r.first_100_steps_ms} / ${r.last_100_steps_ms} | ${bytes.toLocaleString("en")} | ${(r.supersteps_per_s / js.supersteps_per_s).toFixed(1)}x | ${(js.storage.total_bytes / bytes).toFixed(1)}x |`);
+};
+console.log("| saver | durability | supersteps/s | first / last 100 steps (ms) | bytes stored | speed vs LangGraph.js | fewer bytes |");
+console.log("|---|---|---:|---:|---:|---:|---:|");
+line("LangGraph.js PostgresSaver", js);
+for (const r of rows.slice(1)) line(`stategraph ${r.unit ?? r.name ?? "loop"}`, r);
+' "$results"
