@@ -69,7 +69,7 @@ TIDY_SKIP := core/src/executor/async.cpp cli/src/demo_command.cpp cli/src/chat_c
 tidy: deps
 	cmake -S . -B build-tidy -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_UNITY_BUILD=OFF \
 	  -DSG_BUILD_TESTS=OFF -DSG_BUILD_EXAMPLES=OFF $(CMAKE_ARGS) > /dev/null
-	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' \
+	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' 'postgres/src/*.cpp' \
 	  'cli/src/*.cpp' | grep -v -F -x $(addprefix -e ,$(TIDY_SKIP)) | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
 

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # stategraph's PostgresSaver against LangGraph.js's PostgresSaver
 # (@langchain/langgraph-checkpoint-postgres) on the same throwaway PostgreSQL 15 cluster, one
-# after the other: WORKLOADS.md's loop (1,000 supersteps, durability async as LangGraph's
-# default; stategraph also with sync), then the bytes each saver's tables hold.
+# after the other: WORKLOADS.md's loop (1,000 supersteps) and summarize_trim (500 turns), with
+# durability async as LangGraph's default (stategraph's loop also with sync), then the bytes
+# each saver's tables hold. Prints the JSON lines, then a table (report.mjs).
 #   bench/postgres/run.sh [--bench PATH/TO/stategraph-bench] [--out FILE]
 # Needs node and npm (npm ci installs the JS side from the lockfile) and postgresql-15.
 set -euo pipefail
@@ -52,22 +53,13 @@ pg_pid="$(head -1 "$work/pg/postmaster.pid")"
 results="$work/results.jsonl"
 echo "run.sh: LangGraph.js loop on its PostgresSaver" >&2
 node "$here/loop.mjs" "$work" 54330 bench >>"$results"
-for unit in loop:postgres loop:postgres_sync; do
+echo "run.sh: LangGraph.js summarize_trim on its PostgresSaver" >&2
+node "$here/summarize.mjs" "$work" 54330 bench >>"$results"
+for unit in loop:postgres loop:postgres_sync summarize_trim:postgres; do
   echo "run.sh: stategraph $unit" >&2
   SG_BENCH_POSTGRES="host=$work port=54330 user=postgres dbname=bench" "$bench" "$unit" --json \
     | tail -1 >>"$results"
 done
 [[ -n "$out" ]] && cp "$results" "$out"
 cat "$results"
-node -e '
-const rows = require("fs").readFileSync(process.argv[1], "utf8").trim().split("\n").map(JSON.parse);
-const js = rows[0];
-const line = (name, r) => {
-  const bytes = r.storage.total_bytes;
-  console.log(`| ${name} | ${r.durability} | ${r.supersteps_per_s} | ${r.first_100_steps_ms} / ${r.last_100_steps_ms} | ${bytes.toLocaleString("en")} | ${(r.supersteps_per_s / js.supersteps_per_s).toFixed(1)}x | ${(js.storage.total_bytes / bytes).toFixed(1)}x |`);
-};
-console.log("| saver | durability | supersteps/s | first / last 100 steps (ms) | bytes stored | speed vs LangGraph.js | fewer bytes |");
-console.log("|---|---|---:|---:|---:|---:|---:|");
-line("LangGraph.js PostgresSaver", js);
-for (const r of rows.slice(1)) line(`stategraph ${r.unit ?? r.name ?? "loop"}`, r);
-' "$results"
+node "$here/report.mjs" "$results"
