@@ -27,7 +27,8 @@ cleanup() {
   fi
   if [[ -n "$pg_pid" ]]; then  # the throwaway cluster, stopped by its pid
     kill -INT "$pg_pid" 2>/dev/null || true
-    while kill -0 "$pg_pid" 2>/dev/null; do sleep 0.1; done
+    # (a zombie counts as gone: whatever reaps orphans here may take its time)
+    while kill -0 "$pg_pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pg_pid")" != Z* ]]; do sleep 0.1; done
   fi
   rm -rf "$work"
 }
