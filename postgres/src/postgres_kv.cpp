@@ -32,21 +32,27 @@ PostgresKv::PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, Postgr
                        bool exclusive)
     : pool_(std::move(pool)), table_(pg::quote_identifier(table)), fail_(std::move(fail)) {
   if (exclusive) {
+    // The lock waits a little: a process that just closed (or was killed holding) the table
+    // releases it when its server backend notices, a moment later.
     try {
       owner_ = std::make_unique<pg::Connection>(pool_->conninfo());
-      const auto got = owner_->exec("SELECT pg_try_advisory_lock($1, hashtext($2))",
-                                    pg::Params().integer(kOwnerLock).text(table));
-      if (got.get(0, 0) != "t") {
-        throw PostgresError(errc::kPostgresQuery,
-                            fmt::format("table {} is in use by another saver or store (one "
-                                        "process per table)",
-                                        table_),
-                            "55P03");
-      }
+      (void)owner_->exec("SET lock_timeout = '3s'");
+      (void)owner_->exec("SELECT pg_advisory_lock($1, hashtext($2))",
+                         pg::Params().integer(kOwnerLock).text(table));
+      (void)owner_->exec("SET lock_timeout = 0");
     } catch (const PostgresError& e) {
-      fail_(e);
+      if (e.sqlstate() != "55P03") {
+        fail_(e);
+        throw;
+      }
+      fail_(PostgresError(errc::kPostgresQuery,
+                          fmt::format("table {} is in use by another saver or store (one "
+                                      "process per table)",
+                                      table_),
+                          "55P03"));
       throw;
     }
+    owner_table_ = table;
   }
   run([&](pg::Connection& c) {
     (void)c.pipeline({{"SELECT pg_advisory_xact_lock($1)", pg::Params().integer(kSchemaLock)},
@@ -57,6 +63,16 @@ PostgresKv::PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, Postgr
                        {}}});
     return 0;
   });
+}
+
+PostgresKv::~PostgresKv() {
+  if (!owner_) return;
+  try {  // released now rather than when the server notices the connection closed
+    (void)owner_->exec("SELECT pg_advisory_unlock($1, hashtext($2))",
+                       pg::Params().integer(kOwnerLock).text(owner_table_));
+  } catch (const PostgresError&) {
+    // A broken connection holds no lock.
+  }
 }
 
 std::optional<std::string> PostgresKv::get(std::uint8_t space, std::string_view key) {

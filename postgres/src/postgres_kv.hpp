@@ -21,9 +21,13 @@ class PostgresKv final : public KvBackend {
  public:
   /// Creates table `table` when missing (under an advisory lock, so that processes starting at
   /// once do not race). With `exclusive`, holds a session lock on the table for its lifetime
-  /// on a connection of its own: a second PostgresKv on the table, in any process, fails with
-  /// SQLSTATE 55P03 (lock_not_available). Throws through `fail`.
+  /// on a connection of its own: a second PostgresKv on the table, in any process, waits up to
+  /// 3 s for it, then fails with SQLSTATE 55P03 (lock_not_available). Throws through `fail`.
   PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, PostgresFail fail, bool exclusive);
+  /// Releases the exclusive lock.
+  ~PostgresKv() override;
+  PostgresKv(const PostgresKv&) = delete;
+  PostgresKv& operator=(const PostgresKv&) = delete;
 
   std::optional<std::string> get(std::uint8_t space, std::string_view key) override;
   void write(const std::vector<KvOp>& batch) override;
@@ -38,6 +42,7 @@ class PostgresKv final : public KvBackend {
   std::string table_;  // quoted
   PostgresFail fail_;
   std::unique_ptr<pg::Connection> owner_;  // holds the exclusive lock
+  std::string owner_table_;
 };
 
 }  // namespace sg::detail

@@ -1,8 +1,14 @@
-// Runs (or resumes) a long graph on a RocksDB thread; the crash test kills it at random moments.
-//   sg_crash_worker <db path> <steps> <effects file> <session>
-// Each node execution appends "<session> <step index>\n" to the effects file before returning.
+// Runs (or resumes) a long graph on a RocksDB thread (or a PostgreSQL one); the crash test kills
+// it at random moments.
+//   sg_crash_worker <db> <steps> <effects file> <session>
+// <db> is a RocksDB directory, or "postgres:<table>:<libpq conninfo>" (when built with
+// SG_TEST_POSTGRES). Each node execution appends "<session> <step index>\n" to the effects file
+// before returning.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/stategraph.hpp>
+#ifdef SG_TEST_POSTGRES
+#include <stategraph/postgres/postgres_saver.hpp>
+#endif
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -45,7 +51,15 @@ int main(int argc, char** argv) {
   g.add_conditional_edges("step",
                           [steps](const Counter& s) { return s.x >= steps ? sg::END : "step"; },
                           {"step", sg::END});
-  const auto app = g.compile({.checkpointer = sg::RocksDbSaver::open(db)});
+  std::shared_ptr<sg::Checkpointer> saver;
+#ifdef SG_TEST_POSTGRES
+  if (db.rfind("postgres:", 0) == 0) {
+    const auto colon = db.find(':', 9);
+    saver = sg::PostgresSaver::open(db.substr(colon + 1), {.table = db.substr(9, colon - 9)});
+  }
+#endif
+  if (!saver) saver = sg::RocksDbSaver::open(db);
+  const auto app = g.compile({.checkpointer = saver});
   sg::RunConfig config;
   config.thread_id = "crash";
   config.recursion_limit = 1000000;

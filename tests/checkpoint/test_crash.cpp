@@ -1,6 +1,11 @@
-// Crash safety: a worker process runs a long graph on a RocksDB thread and is killed with
-// SIGKILL at seeded random moments, then resumed, at least 20 times.
+// Crash safety: a worker process runs a long graph on a RocksDB thread (and on a PostgreSQL
+// one) and is killed with SIGKILL at seeded random moments, then resumed, at least 20 times.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#ifdef SG_TEST_POSTGRES
+#include <stategraph/postgres/postgres_saver.hpp>
+
+#include "support/postgres_cluster.hpp"
+#endif
 
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -37,20 +42,29 @@ pid_t spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
+/// The saver of a worker's <db> argument (see crash_worker.cpp).
+std::shared_ptr<sg::KvCheckpointer> open_saver(const std::string& db) {
+#ifdef SG_TEST_POSTGRES
+  if (db.rfind("postgres:", 0) == 0) {
+    const auto colon = db.find(':', 9);
+    return sg::PostgresSaver::open(db.substr(colon + 1), {.table = db.substr(9, colon - 9)});
+  }
+#endif
+  return sg::RocksDbSaver::open(db);
+}
+
 /// The committed progress of the thread: x of its latest checkpoint (-1 if none).
 int committed(const std::string& db) {
-  auto saver = sg::RocksDbSaver::open(db);
+  auto saver = open_saver(db);
   auto t = saver->get_tuple({"crash", "", ""});
   if (!t) return -1;
   return t->checkpoint.channel_values.value("x", 0);
 }
 
-}  // namespace
-
-TEST_CASE(
-    "crash safety: SIGKILL at random moments, resume, same result, committed steps never re-run") {
-  sg::test::TempDir dir;
-  const std::string db = dir.sub("db");
+/// Kills workers on `db` at least 20 times, lets the last one finish, and compares with a run
+/// on `clean_db` that nothing interrupted.
+void check_crash_safety(const std::string& db, const std::string& clean_db,
+                        const sg::test::TempDir& dir) {
   const std::string effects = dir.sub("effects.log");
   std::mt19937 rng(20261122);
   std::map<int, int> committed_before;  // session -> committed x when it started
@@ -82,7 +96,7 @@ TEST_CASE(
 
   // The same run without crashes.
   const auto clean = sg::test::run_process(
-      SG_CRASH_WORKER, {dir.sub("clean"), std::to_string(kSteps), dir.sub("clean.log"), "0"});
+      SG_CRASH_WORKER, {clean_db, std::to_string(kSteps), dir.sub("clean.log"), "0"});
   REQUIRE(clean.exit_code == 0);
   CHECK(last.out == clean.out);
   CHECK(nlohmann::json::parse(last.out)["x"] == kSteps);
@@ -101,8 +115,26 @@ TEST_CASE(
   CHECK(lines >= kSteps);
 
   // Every checkpoint reads back.
-  auto saver = sg::RocksDbSaver::open(db);
+  auto saver = open_saver(db);
   const auto all = saver->list({.thread_id = "crash"});
   CHECK(all.size() >= static_cast<std::size_t>(kSteps));
   for (const auto& t : all) CHECK_NOTHROW((void)saver->get_tuple(t.config));
 }
+
+}  // namespace
+
+TEST_CASE(
+    "crash safety: SIGKILL at random moments, resume, same result, committed steps never re-run") {
+  sg::test::TempDir dir;
+  check_crash_safety(dir.sub("db"), dir.sub("clean"), dir);
+}
+
+#ifdef SG_TEST_POSTGRES
+TEST_CASE("crash safety on PostgresSaver: SIGKILL at random moments, resume, same result") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  sg::test::TempDir dir;
+  check_crash_safety("postgres:crash:" + cluster.conninfo(), "postgres:clean:" + cluster.conninfo(),
+                     dir);
+}
+#endif

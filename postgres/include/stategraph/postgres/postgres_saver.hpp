@@ -29,7 +29,8 @@ class PostgresSaver final : public KvCheckpointer {
  public:
   /// Connects to `conninfo` (libpq's "host=... dbname=..." or "postgresql://...") and creates
   /// the table when missing (default "sg_checkpoints"). Throws CheckpointError
-  /// ("checkpoint.locked" when another saver has the table open, "checkpoint.io" otherwise)
+  /// ("checkpoint.locked" when another saver keeps the table open for 3 s, "checkpoint.io"
+  /// otherwise)
   /// naming the failure.
   [[nodiscard]] static std::shared_ptr<PostgresSaver> open(const std::string& conninfo,
                                                            PostgresOptions options = {});

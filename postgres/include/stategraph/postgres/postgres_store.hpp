@@ -17,7 +17,8 @@ namespace sg {
 class PostgresStore final : public KvStore {
  public:
   /// Connects to `conninfo` and creates the table when missing (default "sg_store"). Throws
-  /// StoreError ("store.locked" when another store has the table open, "store.io" otherwise)
+  /// StoreError ("store.locked" when another store keeps the table open for 3 s, "store.io"
+  /// otherwise)
   /// naming the failure, or Error ("argument.invalid") for a bad TTL or index configuration.
   [[nodiscard]] static std::shared_ptr<PostgresStore> open(
       const std::string& conninfo, PostgresOptions options = {}, TtlConfig ttl = {},
