@@ -210,8 +210,27 @@ bool RunChannel::done() {
   return done_;
 }
 
+const Namespace& threads_namespace() {
+  static const Namespace ns{"stategraph", "threads"};
+  return ns;
+}
+
 Namespace runs_namespace(const std::string& thread_id) {
   return {"stategraph", "runs", thread_id};
+}
+
+const Namespace& active_runs_namespace() {
+  static const Namespace ns{"stategraph", "active_runs"};
+  return ns;
+}
+
+const Namespace& assistants_namespace() {
+  static const Namespace ns{"stategraph", "assistants"};
+  return ns;
+}
+
+Namespace assistant_versions_namespace(const std::string& assistant_id) {
+  return {"stategraph", "assistant_versions", assistant_id};
 }
 
 namespace {

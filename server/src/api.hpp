@@ -346,8 +346,6 @@ class RunManager {
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;
-  /// Where the markers of unfinished runs live (key run_id, value {thread_id}).
-  static const Namespace& active_runs_namespace();
   /// The run records of a thread (every one).
   [[nodiscard]] std::vector<SearchItem> run_records(const std::string& thread_id) const;
   void remove_run_records(const std::string& thread_id) const;
@@ -358,9 +356,18 @@ class RunManager {
   std::unique_ptr<State> state_;
 };
 
-/// The thread id and run id of a record namespace; the run records of a thread live under
-/// ("stategraph", "runs", thread_id).
+// What the server keeps in its record store (ServerOptions::records), one namespace each:
+/// Thread records: ("stategraph", "threads"), key thread_id.
+[[nodiscard]] const Namespace& threads_namespace();
+/// A thread's run records: ("stategraph", "runs", thread_id), key run_id.
 [[nodiscard]] Namespace runs_namespace(const std::string& thread_id);
+/// Markers of unfinished runs: ("stategraph", "active_runs"), key run_id, value {thread_id}.
+[[nodiscard]] const Namespace& active_runs_namespace();
+/// Created assistants: ("stategraph", "assistants"), key assistant_id.
+[[nodiscard]] const Namespace& assistants_namespace();
+/// An assistant's versions: ("stategraph", "assistant_versions", assistant_id), key the
+/// version zero-padded to 10 digits.
+[[nodiscard]] Namespace assistant_versions_namespace(const std::string& assistant_id);
 
 /// Whether `id` is a UUID (8-4-4-4-12 hex digits).
 [[nodiscard]] bool is_uuid(std::string_view id);

@@ -1,8 +1,8 @@
 // Assistants of the LangGraph Server API: the system assistant of each served graph (fixed,
 // uuid5 of the graph id) and the assistants clients create for a graph with their own config,
 // context and metadata. Every change to a created assistant is a new version; any version can be
-// made the latest again. Created assistants live in the server's record store under
-// ("stategraph", "assistants"), their versions under ("stategraph", "assistant_versions", id).
+// made the latest again. Created assistants live in the server's record store
+// (assistants_namespace() and assistant_versions_namespace() in api.hpp).
 #include <stategraph/core/time.hpp>
 #include <stategraph/core/uuid.hpp>
 
@@ -19,15 +19,6 @@ namespace sg::server {
 namespace {
 
 using nlohmann::json;
-
-const Namespace& assistants_namespace() {
-  static const Namespace ns{"stategraph", "assistants"};
-  return ns;
-}
-
-Namespace versions_namespace(const std::string& assistant_id) {
-  return {"stategraph", "assistant_versions", assistant_id};
-}
 
 /// Versions are keyed so that the store lists them in order.
 std::string version_key(std::int64_t version) {
@@ -150,7 +141,7 @@ ApiResponse AssistantRegistry::create(const ApiRequest& request) {
     if (if_exists == "do_nothing") return json_response(*existing);
     throw ApiError{409, fmt::format("assistant '{}' already exists", id)};
   }
-  records_->put(versions_namespace(id), version_key(1), version_of(assistant));
+  records_->put(assistant_versions_namespace(id), version_key(1), version_of(assistant));
   records_->put(assistants_namespace(), id, assistant);
   return json_response(assistant);
 }
@@ -174,13 +165,13 @@ ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& re
     assistant["metadata"][it.key()] = *it;
   }
   std::int64_t latest = 0;
-  for (const auto& v : records_->search(
-           {.prefix = versions_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (const auto& v : records_->search({.prefix = assistant_versions_namespace(id),
+                       .limit = std::numeric_limits<std::size_t>::max()})) {
     latest = std::max(latest, v.item.value.value("version", std::int64_t{0}));
   }
   assistant["version"] = latest + 1;
   assistant["updated_at"] = iso_timestamp_now();
-  records_->put(versions_namespace(id), version_key(latest + 1), version_of(assistant));
+  records_->put(assistant_versions_namespace(id), version_key(latest + 1), version_of(assistant));
   records_->put(assistants_namespace(), id, assistant);
   return json_response(assistant);
 }
@@ -188,9 +179,9 @@ ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& re
 std::string AssistantRegistry::remove(const std::string& id) {
   std::lock_guard lock(mu_);
   const json assistant = require_created(id, "deleted");
-  for (const auto& v : records_->search(
-           {.prefix = versions_namespace(id), .limit = std::numeric_limits<std::size_t>::max()})) {
-    records_->remove(versions_namespace(id), v.item.key);
+  for (const auto& v : records_->search({.prefix = assistant_versions_namespace(id),
+                       .limit = std::numeric_limits<std::size_t>::max()})) {
+    records_->remove(assistant_versions_namespace(id), v.item.key);
   }
   records_->remove(assistants_namespace(), id);
   return assistant["assistant_id"];
@@ -232,7 +223,7 @@ std::vector<json> AssistantRegistry::all_versions(const std::string& id) const {
   const std::string assistant_id = found.assistant["assistant_id"];
   if (is_system(found.assistant)) return {version_of(found.assistant)};
   std::vector<json> out;
-  for (auto& v : records_->search({.prefix = versions_namespace(assistant_id),
+  for (auto& v : records_->search({.prefix = assistant_versions_namespace(assistant_id),
                  .limit = std::numeric_limits<std::size_t>::max()})) {
     out.push_back(std::move(v.item.value));
   }
@@ -273,7 +264,7 @@ ApiResponse AssistantRegistry::set_latest(const std::string& id, const ApiReques
     return json_response(found.assistant);
   }
   const std::string assistant_id = found.assistant["assistant_id"];
-  auto entry = records_->get(versions_namespace(assistant_id), version_key(version));
+  auto entry = records_->get(assistant_versions_namespace(assistant_id), version_key(version));
   if (!entry) throw ApiError{404, fmt::format("assistant '{}' has no version {}", id, version)};
   json assistant = found.assistant;
   for (const char* field : {"graph_id", "config", "context", "metadata", "name", "description"}) {

@@ -162,11 +162,6 @@ void RunManager::remove_run_records(const std::string& thread_id) const {
   }
 }
 
-const Namespace& RunManager::active_runs_namespace() {
-  static const Namespace ns{"stategraph", "active_runs"};
-  return ns;
-}
-
 void RunManager::save(const Run& run) const {
   records_->put(runs_namespace(run.thread_id), run.run_id, run.record);
 }

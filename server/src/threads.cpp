@@ -20,11 +20,6 @@ namespace {
 
 using nlohmann::json;
 
-const Namespace& threads_namespace() {
-  static const Namespace ns{"stategraph", "threads"};
-  return ns;
-}
-
 void require_uuid(std::string_view id, std::string_view what) {
   if (!is_uuid(id)) {
     throw ApiError{422, fmt::format("{} '{}' is not a UUID", what, id)};
