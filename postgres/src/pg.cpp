@@ -130,7 +130,7 @@ bool Connection::healthy() const noexcept {
   return conn_ != nullptr && PQstatus(as_conn(conn_)) == CONNECTION_OK;
 }
 
-void Connection::fail(std::string_view what, void* result) const {
+PostgresError Connection::error_of(std::string_view what, void* result) const {
   std::string sqlstate;
   std::string message;
   if (result != nullptr) {
@@ -141,8 +141,12 @@ void Connection::fail(std::string_view what, void* result) const {
   }
   if (message.empty()) message = trimmed(PQerrorMessage(as_conn(conn_)));
   const bool broken = PQstatus(as_conn(conn_)) != CONNECTION_OK;
-  throw PostgresError(broken && sqlstate.empty() ? errc::kPostgresConnect : errc::kPostgresQuery,
-                      fmt::format("{}: {}", what, message), std::move(sqlstate));
+  return {broken && sqlstate.empty() ? errc::kPostgresConnect : errc::kPostgresQuery,
+          fmt::format("{}: {}", what, message), std::move(sqlstate)};
+}
+
+void Connection::fail(std::string_view what, void* result) const {
+  throw error_of(what, result);
 }
 
 namespace {
@@ -240,11 +244,8 @@ std::vector<Result> Connection::pipeline(const std::vector<Statement>& statement
     }
     if (!succeeded(r)) {
       if (!first_error) {
-        try {
-          fail(index < statements.size() ? statements[index].sql.substr(0, 80) : "pipeline", r);
-        } catch (const PostgresError& e) {
-          first_error = e;
-        }
+        first_error = error_of(
+            index < statements.size() ? statements[index].sql.substr(0, 80) : "pipeline", r);
       } else {
         PQclear(r);
       }

@@ -28,57 +28,62 @@ auto PostgresKv::run(Work&& work) {
   }
 }
 
-PostgresKv::PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, PostgresFail fail,
-                       bool exclusive)
-    : pool_(std::move(pool)), table_(pg::quote_identifier(table)), fail_(std::move(fail)) {
-  if (exclusive) {
+PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table,
+                       PostgresFail fail)
+    : table_(std::move(table)), fail_(std::move(fail)) {
+  const std::string quoted = pg::quote_identifier(table_);
+  get_sql_ = fmt::format("SELECT value FROM {} WHERE space = $1 AND key = $2", quoted);
+  put_sql_ = fmt::format(
+      "INSERT INTO {} (space, key, value) VALUES ($1, $2, $3) ON CONFLICT (space, key) DO UPDATE "
+      "SET value = EXCLUDED.value",
+      quoted);
+  erase_sql_ = fmt::format("DELETE FROM {} WHERE space = $1 AND key = $2", quoted);
+  erase_range_sql_ =
+      fmt::format("DELETE FROM {} WHERE space = $1 AND key >= $2 AND key < $3", quoted);
+  scan_sql_ = fmt::format("SELECT key, value FROM {} WHERE space = $1", quoted);
+  try {
+    pool_ = std::make_unique<pg::Pool>(conninfo, pool_size);
     // The lock waits a little: a process that just closed (or was killed holding) the table
     // releases it when its server backend notices, a moment later.
-    try {
-      owner_ = std::make_unique<pg::Connection>(pool_->conninfo());
-      (void)owner_->exec("SET lock_timeout = '3s'");
-      (void)owner_->exec("SELECT pg_advisory_lock($1, hashtext($2))",
-                         pg::Params().integer(kOwnerLock).text(table));
-      (void)owner_->exec("SET lock_timeout = 0");
-    } catch (const PostgresError& e) {
-      if (e.sqlstate() != "55P03") {
-        fail_(e);
-        throw;
-      }
-      fail_(PostgresError(errc::kPostgresQuery,
-                          fmt::format("table {} is in use by another saver or store (one "
-                                      "process per table)",
-                                      table_),
-                          "55P03"));
+    owner_ = std::make_unique<pg::Connection>(conninfo);
+    (void)owner_->exec("SET lock_timeout = '3s'");
+    (void)owner_->exec("SELECT pg_advisory_lock($1, hashtext($2))",
+                       pg::Params().integer(kOwnerLock).text(table_));
+    (void)owner_->exec("SET lock_timeout = 0");
+  } catch (const PostgresError& e) {
+    if (e.sqlstate() != "55P03") {
+      fail_(e);
       throw;
     }
-    owner_table_ = table;
+    fail_(PostgresError(
+        errc::kPostgresQuery,
+        fmt::format("table {} is in use by another saver or store (one process per table)", quoted),
+        "55P03"));
+    throw;
   }
   run([&](pg::Connection& c) {
-    (void)c.pipeline({{"SELECT pg_advisory_xact_lock($1)", pg::Params().integer(kSchemaLock)},
-                      {fmt::format("CREATE TABLE IF NOT EXISTS {} (space smallint NOT NULL, "
-                                   "key bytea NOT NULL, value bytea NOT NULL, "
-                                   "PRIMARY KEY (space, key))",
-                                   table_),
-                       {}}});
+    (void)c.pipeline(
+        {{"SELECT pg_advisory_xact_lock($1)", pg::Params().integer(kSchemaLock)},
+         {fmt::format("CREATE TABLE IF NOT EXISTS {} (space smallint NOT NULL, key bytea NOT NULL, "
+                      "value bytea NOT NULL, PRIMARY KEY (space, key))",
+                      quoted),
+          {}}});
     return 0;
   });
 }
 
 PostgresKv::~PostgresKv() {
-  if (!owner_) return;
   try {  // released now rather than when the server notices the connection closed
     (void)owner_->exec("SELECT pg_advisory_unlock($1, hashtext($2))",
-                       pg::Params().integer(kOwnerLock).text(owner_table_));
+                       pg::Params().integer(kOwnerLock).text(table_));
   } catch (const PostgresError&) {
     // A broken connection holds no lock.
   }
 }
 
 std::optional<std::string> PostgresKv::get(std::uint8_t space, std::string_view key) {
-  const std::string sql = fmt::format("SELECT value FROM {} WHERE space = $1 AND key = $2", table_);
   return run([&](pg::Connection& c) -> std::optional<std::string> {
-    const auto r = c.exec(sql, pg::Params().integer(space).binary(std::string(key)), true);
+    const auto r = c.exec(get_sql_, pg::Params().integer(space).binary(std::string(key)), true);
     if (r.rows() == 0) return std::nullopt;
     return std::string(r.get(0, 0));
   });
@@ -92,19 +97,14 @@ void PostgresKv::write(const std::vector<KvOp>& batch) {
     switch (op.kind) {
       case KvOp::Kind::put:
         statements.push_back(
-            {fmt::format("INSERT INTO {} (space, key, value) VALUES ($1, $2, $3) ON CONFLICT "
-                         "(space, key) DO UPDATE SET value = EXCLUDED.value",
-                         table_),
-             pg::Params().integer(op.space).binary(op.key).binary(op.value)});
+            {put_sql_, pg::Params().integer(op.space).binary(op.key).binary(op.value)});
         break;
       case KvOp::Kind::erase:
-        statements.push_back({fmt::format("DELETE FROM {} WHERE space = $1 AND key = $2", table_),
-                              pg::Params().integer(op.space).binary(op.key)});
+        statements.push_back({erase_sql_, pg::Params().integer(op.space).binary(op.key)});
         break;
       case KvOp::Kind::erase_range:
         statements.push_back(
-            {fmt::format("DELETE FROM {} WHERE space = $1 AND key >= $2 AND key < $3", table_),
-             pg::Params().integer(op.space).binary(op.key).binary(op.value)});
+            {erase_range_sql_, pg::Params().integer(op.space).binary(op.key).binary(op.value)});
         break;
     }
   }
@@ -118,43 +118,28 @@ void PostgresKv::scan(std::uint8_t space, std::string_view lower, std::string_vi
                       bool reverse,
                       const std::function<bool(std::string_view, std::string_view)>& visit) {
   // Pages in key order, each continuing past the last key seen; no cursor stays open, so
-  // `visit` may use the backend (and the pool) itself.
-  std::string from(lower);  // ascending: the next key is >= from (then > from)
-  std::string to(upper);    // descending: the next key is < to (then < the last key)
+  // `visit` may use the backend (and the pool) itself. Ascending, the next page starts after
+  // the last key (`from` moves up); descending, it ends before it (`to` moves down).
+  std::string from(lower);
+  std::string to(upper);  // empty: no upper bound
   bool first_page = true;
   for (;;) {
-    std::string sql = fmt::format("SELECT key, value FROM {} WHERE space = $1", table_);
+    const bool after_from = !reverse && !first_page;
+    std::string sql = scan_sql_ + (after_from ? " AND key > $2" : " AND key >= $2");
     pg::Params params;
-    params.integer(space);
-    if (!reverse) {
-      params.binary(from);
-      sql += first_page ? " AND key >= $2" : " AND key > $2";
-      if (!to.empty()) {
-        params.binary(to);
-        sql += " AND key < $3";
-      }
-      sql += fmt::format(" ORDER BY key LIMIT {}", kScanPage);
-    } else {
-      params.binary(from);
-      sql += " AND key >= $2";
-      if (!to.empty()) {
-        params.binary(to);
-        sql += " AND key < $3";
-      }
-      sql += fmt::format(" ORDER BY key DESC LIMIT {}", kScanPage);
+    params.integer(space).binary(from);
+    if (!to.empty()) {
+      params.binary(to);
+      sql += " AND key < $3";
     }
+    sql += fmt::format(" ORDER BY key {} LIMIT {}", reverse ? "DESC" : "ASC", kScanPage);
     const pg::Result page =
         run([&](pg::Connection& c) { return c.exec(sql, params, /*binary_result=*/true); });
     for (int row = 0; row < page.rows(); ++row) {
       if (!visit(page.get(row, 0), page.get(row, 1))) return;
     }
     if (page.rows() < kScanPage) return;
-    const std::string last(page.get(page.rows() - 1, 0));
-    if (!reverse) {
-      from = last;
-    } else {
-      to = last;
-    }
+    (reverse ? to : from) = std::string(page.get(page.rows() - 1, 0));
     first_page = false;
   }
 }

@@ -19,12 +19,14 @@ using PostgresFail = std::function<void(const PostgresError&)>;
 
 class PostgresKv final : public KvBackend {
  public:
-  /// Creates table `table` when missing (under an advisory lock, so that processes starting at
-  /// once do not race). With `exclusive`, holds a session lock on the table for its lifetime
-  /// on a connection of its own: a second PostgresKv on the table, in any process, waits up to
-  /// 3 s for it, then fails with SQLSTATE 55P03 (lock_not_available). Throws through `fail`.
-  PostgresKv(std::shared_ptr<pg::Pool> pool, std::string table, PostgresFail fail, bool exclusive);
-  /// Releases the exclusive lock.
+  /// Connects (a pool of `pool_size`) and creates table `table` when missing (under an advisory
+  /// lock, so that processes starting at once do not race). Holds a session lock on the table for
+  /// its lifetime on a connection of its own: a second PostgresKv on the table, in any process,
+  /// waits up to 3 s for it, then fails with SQLSTATE 55P03 (lock_not_available). Throws through
+  /// `fail`.
+  PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table,
+             PostgresFail fail);
+  /// Releases the table's lock.
   ~PostgresKv() override;
   PostgresKv(const PostgresKv&) = delete;
   PostgresKv& operator=(const PostgresKv&) = delete;
@@ -38,11 +40,12 @@ class PostgresKv final : public KvBackend {
   template <typename Work>
   auto run(Work&& work);
 
-  std::shared_ptr<pg::Pool> pool_;
-  std::string table_;  // quoted
+  std::string table_;  // as given (the lock's name)
   PostgresFail fail_;
-  std::unique_ptr<pg::Connection> owner_;  // holds the exclusive lock
-  std::string owner_table_;
+  std::unique_ptr<pg::Pool> pool_;
+  std::unique_ptr<pg::Connection> owner_;  // holds the table's lock
+  // The statements, made once: a checkpoint write is only parameters.
+  std::string get_sql_, put_sql_, erase_sql_, erase_range_sql_, scan_sql_;
 };
 
 }  // namespace sg::detail

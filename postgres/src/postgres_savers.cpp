@@ -6,30 +6,15 @@
 
 namespace sg {
 
-namespace {
-
-std::shared_ptr<pg::Pool> make_pool(const std::string& conninfo, std::size_t size,
-                                    const detail::PostgresFail& fail) {
-  try {
-    return std::make_shared<pg::Pool>(conninfo, size);
-  } catch (const PostgresError& e) {
-    fail(e);
-    throw;
-  }
-}
-
-}  // namespace
-
 std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
                                                    PostgresOptions options) {
   detail::PostgresFail fail = [](const PostgresError& e) {
     throw CheckpointError(e.sqlstate() == "55P03" ? errc::kCheckpointLocked : errc::kCheckpointIo,
                           std::string("the checkpoint database: ") + e.what());
   };
-  auto pool = make_pool(conninfo, options.pool_size, fail);
   auto kv = std::make_unique<detail::PostgresKv>(
-      std::move(pool), options.table.empty() ? "sg_checkpoints" : options.table, std::move(fail),
-      /*exclusive=*/true);
+      conninfo, options.pool_size, options.table.empty() ? "sg_checkpoints" : options.table,
+      std::move(fail));
   return std::shared_ptr<PostgresSaver>(new PostgresSaver(std::move(kv)));
 }
 
@@ -43,10 +28,9 @@ std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
     throw StoreError(e.sqlstate() == "55P03" ? errc::kStoreLocked : errc::kStoreIo,
                      std::string("the store database: ") + e.what());
   };
-  auto pool = make_pool(conninfo, options.pool_size, fail);
-  auto kv = std::make_unique<detail::PostgresKv>(
-      std::move(pool), options.table.empty() ? "sg_store" : options.table, std::move(fail),
-      /*exclusive=*/true);
+  auto kv = std::make_unique<detail::PostgresKv>(conninfo, options.pool_size,
+                                                 options.table.empty() ? "sg_store" : options.table,
+                                                 std::move(fail));
   return std::shared_ptr<PostgresStore>(
       new PostgresStore(std::move(kv), std::move(ttl), std::move(index)));
 }

@@ -132,6 +132,9 @@ class Connection {
   [[nodiscard]] bool healthy() const noexcept;
 
  private:
+  /// The error of a failed call: the result's SQLSTATE and message (the result is freed), or
+  /// the connection's.
+  [[nodiscard]] PostgresError error_of(std::string_view what, void* result) const;
   [[noreturn]] void fail(std::string_view what, void* result) const;
   void require_open() const;
   void* conn_ = nullptr;  // PGconn*; null once closed after an error mid-pipeline
