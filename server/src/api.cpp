@@ -210,6 +210,11 @@ bool RunChannel::done() {
   return done_;
 }
 
+std::size_t RunChannel::published() {
+  std::lock_guard lock(mu_);
+  return events_.size();
+}
+
 const Namespace& threads_namespace() {
   static const Namespace ns{"stategraph", "threads"};
   return ns;

@@ -129,6 +129,8 @@ class RunChannel {
             std::function<void()> notify);
   /// Whether the run ended.
   [[nodiscard]] bool done();
+  /// How many events were published so far (the id the next one gets).
+  [[nodiscard]] std::size_t published();
 
   /// Registers a stream reader until the returned handle is destroyed: events are only made
   /// while someone reads them (a wait or join needs the result alone, and a join-stream reads

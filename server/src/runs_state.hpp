@@ -1,0 +1,53 @@
+#pragma once
+
+// RunManager's state (internal): a run as the manager holds it, and the per-thread queues. Shared
+// by runs.cpp (create, execute, finish) and run_access.cpp (list, get, join, cancel, delete).
+
+#include <stategraph/core/thread_pool.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <map>
+
+#include "api.hpp"
+
+namespace sg::server {
+
+struct RunManager::Run {
+  std::string run_id;
+  std::string thread_id;
+  bool stateless = false;
+  bool delete_thread_after = false;
+  const GraphEntry* graph = nullptr;
+  nlohmann::json record;
+  nlohmann::json input;
+  nlohmann::json command;
+  RunConfig config;
+  std::vector<std::string> modes;
+  bool cancel_on_disconnect = false;
+  bool resumable = false;  // stream_resumable: every event is kept for a join with Last-Event-ID
+  CancellationToken token = CancellationToken::create();
+  std::shared_ptr<RunChannel> channel = std::make_shared<RunChannel>();
+  std::shared_ptr<void> keep_events;  // a resumable run's own listener registration
+  // Guarded by State::mu:
+  bool running = false;       // handed to a worker (it is the thread's active run)
+  std::string cancel_action;  // "", "interrupt" or "rollback"
+};
+
+struct RunManager::State {
+  explicit State(std::size_t workers) : pool(std::max<std::size_t>(workers, 1)) {}
+  std::mutex mu;
+  std::map<std::string, std::deque<std::shared_ptr<Run>>> queues;  // by thread: active first
+  std::map<std::string, std::shared_ptr<Run>> active;              // pending or running, by id
+  std::condition_variable drained;
+  std::size_t executing = 0;
+  bool stopping = false;
+  // The channels of the last kEndedResumable resumable runs that ended, by run id: a client
+  // whose stream broke as its run ended still reads the rest with Last-Event-ID.
+  static constexpr std::size_t kEndedResumable = 256;
+  std::map<std::string, std::shared_ptr<RunChannel>> ended_resumable;
+  std::deque<std::string> ended_resumable_order;
+  ThreadPool pool;
+};
+
+}  // namespace sg::server
