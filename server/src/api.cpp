@@ -72,6 +72,15 @@ std::int64_t int_field(const json& body, const char* name, std::int64_t fallback
   return value;
 }
 
+ApiError no_route(const ApiRequest& request) {
+  return {404, fmt::format("no route for {} /{}", request.method, fmt::join(request.path, "/"))};
+}
+
+ApiError method_not_allowed(const ApiRequest& request) {
+  return {405,
+          fmt::format("{} is not allowed on /{}", request.method, fmt::join(request.path, "/"))};
+}
+
 bool query_flag(const ApiRequest& request, const char* name) {
   const auto it = request.query.find(name);
   return it != request.query.end() && (it->second == "1" || it->second == "true");
@@ -213,6 +222,10 @@ bool RunChannel::done() {
 std::size_t RunChannel::published() {
   std::lock_guard lock(mu_);
   return events_.size();
+}
+
+std::vector<SearchItem> all_records(Store& records, const Namespace& ns) {
+  return records.search({.prefix = ns, .limit = std::numeric_limits<std::size_t>::max()});
 }
 
 const Namespace& threads_namespace() {
@@ -367,7 +380,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
     for (const char* method : methods) {
       if (m == method) return;
     }
-    throw ApiError{405, fmt::format("{} is not allowed on /{}", m, fmt::join(p, "/"))};
+    throw method_not_allowed(request);
   };
   if (p.size() == 1 && p[0] == "ok") {
     allow({"GET"});
@@ -392,7 +405,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
     if (p.size() == 2 && p[1] == "cancel" && m == "POST") return runs_->cancel_many(request);
   }
   if (!p.empty() && p[0] == "assistants") return route_assistants(request);
-  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+  throw no_route(request);
 }
 
 AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
@@ -402,33 +415,30 @@ AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
 ApiResponse Api::route_assistants(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  const auto wrong_method = [&] {
-    return ApiError{405, fmt::format("{} is not allowed on /{}", m, fmt::join(p, "/"))};
-  };
   if (p.size() == 1) {
-    if (m != "POST") throw wrong_method();
+    if (m != "POST") throw method_not_allowed(request);
     return assistants_->create(request);
   }
   if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
-    if (m != "POST") throw wrong_method();
+    if (m != "POST") throw method_not_allowed(request);
     return p[1] == "search" ? assistants_->search(request) : assistants_->count(request);
   }
   if (p.size() == 2) {
     if (m == "GET") return json_response(assistants_->resolve(p[1]).assistant);
     if (m == "PATCH") return assistants_->patch(p[1], request);
     if (m == "DELETE") return delete_assistant(request);
-    throw wrong_method();
+    throw method_not_allowed(request);
   }
   if (p.size() == 3 && p[2] == "graph") {
-    if (m != "GET") throw wrong_method();
+    if (m != "GET") throw method_not_allowed(request);
     return json_response(assistants_->resolve(p[1]).graph->graph->draw_json());
   }
   if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
-    if (m != "POST") throw wrong_method();
+    if (m != "POST") throw method_not_allowed(request);
     return p[2] == "versions" ? assistants_->versions(p[1], request)
                               : assistants_->set_latest(p[1], request);
   }
-  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+  throw no_route(request);
 }
 
 ApiResponse Api::delete_assistant(const ApiRequest& request) const {
@@ -443,10 +453,10 @@ ApiResponse Api::delete_assistant(const ApiRequest& request) const {
                                         t.value("thread_id", std::string()), assistant_id)};
       }
     }
-    (void)assistants_->remove(id);
+    assistants_->remove(id);
     for (const auto& t : threads) (void)delete_thread(t.value("thread_id", std::string()));
   } else {
-    (void)assistants_->remove(id);
+    assistants_->remove(id);
   }
   return no_content();
 }

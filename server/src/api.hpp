@@ -78,6 +78,11 @@ struct ApiError {
 /// Interrupts as the API shows them: `[{value, id}, ...]`.
 [[nodiscard]] nlohmann::json interrupts_json(const std::vector<Interrupt>& interrupts);
 
+/// 404: no endpoint serves the request's method and path ("no route for GET /x").
+[[nodiscard]] ApiError no_route(const ApiRequest& request);
+/// 405: the request's path does not take its method.
+[[nodiscard]] ApiError method_not_allowed(const ApiRequest& request);
+
 /// The `metadata` object of a request `body` ({} when absent or null). Throws ApiError 422 when
 /// it is not an object.
 [[nodiscard]] nlohmann::json metadata_field(const nlohmann::json& body);
@@ -201,6 +206,7 @@ class ThreadRegistry {
 
  private:
   [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
+  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id) const;
 
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;
@@ -234,9 +240,9 @@ class AssistantRegistry {
   [[nodiscard]] ApiResponse create(const ApiRequest& request);
   /// PATCH /assistants/{id}: a new version with the given fields (metadata merged).
   [[nodiscard]] ApiResponse patch(const std::string& id, const ApiRequest& request);
-  /// Deletes a created assistant and its versions; returns its id. Throws ApiError 404 or 409
-  /// (a system assistant).
-  std::string remove(const std::string& id);
+  /// Deletes a created assistant and its versions. Throws ApiError 404 or 409 (a system
+  /// assistant).
+  void remove(const std::string& id);
   /// POST /assistants/search: {graph_id, name (a part, any case), metadata, paging}.
   [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
   /// POST /assistants/count: how many assistants pass the search filters.
@@ -247,6 +253,9 @@ class AssistantRegistry {
   [[nodiscard]] ApiResponse set_latest(const std::string& id, const ApiRequest& request);
 
  private:
+  /// The served graph `graph_id`, or null.
+  [[nodiscard]] const GraphEntry* served(const std::string& graph_id) const;
+  /// The served graph `graph_id`; throws ApiError 404.
   [[nodiscard]] const GraphEntry& graph(const std::string& graph_id) const;
   [[nodiscard]] std::optional<nlohmann::json> created(const std::string& assistant_id) const;
   [[nodiscard]] nlohmann::json require_created(const std::string& id,
@@ -370,6 +379,9 @@ class RunManager {
 /// An assistant's versions: ("stategraph", "assistant_versions", assistant_id), key the
 /// version zero-padded to 10 digits.
 [[nodiscard]] Namespace assistant_versions_namespace(const std::string& assistant_id);
+
+/// Every record under `ns` (and the namespaces below it) in `records`.
+[[nodiscard]] std::vector<SearchItem> all_records(Store& records, const Namespace& ns);
 
 /// Whether `id` is a UUID (8-4-4-4-12 hex digits).
 [[nodiscard]] bool is_uuid(std::string_view id);

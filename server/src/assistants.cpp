@@ -63,10 +63,15 @@ AssistantRegistry::AssistantRegistry(const std::vector<GraphEntry>& graphs,
                                      std::shared_ptr<Store> records)
     : graphs_(graphs), records_(std::move(records)) {}
 
-const GraphEntry& AssistantRegistry::graph(const std::string& graph_id) const {
+const GraphEntry* AssistantRegistry::served(const std::string& graph_id) const {
   for (const auto& g : graphs_) {
-    if (g.graph_id == graph_id) return g;
+    if (g.graph_id == graph_id) return &g;
   }
+  return nullptr;
+}
+
+const GraphEntry& AssistantRegistry::graph(const std::string& graph_id) const {
+  if (const GraphEntry* g = served(graph_id)) return *g;
   throw ApiError{404, fmt::format("graph '{}' not found", graph_id)};
 }
 
@@ -83,9 +88,7 @@ AssistantRegistry::Resolved AssistantRegistry::resolve(const std::string& id) co
   if (is_uuid(id)) {
     if (auto assistant = created(id)) {
       const auto graph_id = assistant->value("graph_id", std::string());
-      for (const auto& g : graphs_) {
-        if (g.graph_id == graph_id) return {&g, *std::move(assistant)};
-      }
+      if (const GraphEntry* g = served(graph_id)) return {g, *std::move(assistant)};
       throw ApiError{
           409, fmt::format("assistant '{}' runs graph '{}', which is not served", id, graph_id)};
     }
@@ -165,8 +168,7 @@ ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& re
     assistant["metadata"][it.key()] = *it;
   }
   std::int64_t latest = 0;
-  for (const auto& v : records_->search({.prefix = assistant_versions_namespace(id),
-                       .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (const auto& v : all_records(*records_, assistant_versions_namespace(id))) {
     latest = std::max(latest, v.item.value.value("version", std::int64_t{0}));
   }
   assistant["version"] = latest + 1;
@@ -176,15 +178,13 @@ ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& re
   return json_response(assistant);
 }
 
-std::string AssistantRegistry::remove(const std::string& id) {
+void AssistantRegistry::remove(const std::string& id) {
   std::lock_guard lock(mu_);
-  const json assistant = require_created(id, "deleted");
-  for (const auto& v : records_->search({.prefix = assistant_versions_namespace(id),
-                       .limit = std::numeric_limits<std::size_t>::max()})) {
-    records_->remove(assistant_versions_namespace(id), v.item.key);
+  const std::string assistant_id = require_created(id, "deleted")["assistant_id"];
+  for (const auto& v : all_records(*records_, assistant_versions_namespace(assistant_id))) {
+    records_->remove(assistant_versions_namespace(assistant_id), v.item.key);
   }
-  records_->remove(assistants_namespace(), id);
-  return assistant["assistant_id"];
+  records_->remove(assistants_namespace(), assistant_id);
 }
 
 std::vector<json> AssistantRegistry::matching(const json& body) const {
@@ -192,8 +192,7 @@ std::vector<json> AssistantRegistry::matching(const json& body) const {
   const std::string name = string_field(body, "name");
   const json metadata = metadata_field(body);
   std::vector<json> all;
-  for (auto& hit : records_->search(
-           {.prefix = assistants_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (auto& hit : all_records(*records_, assistants_namespace())) {
     all.push_back(std::move(hit.item.value));
   }
   for (const auto& g : graphs_) all.push_back(g.assistant);
@@ -223,8 +222,7 @@ std::vector<json> AssistantRegistry::all_versions(const std::string& id) const {
   const std::string assistant_id = found.assistant["assistant_id"];
   if (is_system(found.assistant)) return {version_of(found.assistant)};
   std::vector<json> out;
-  for (auto& v : records_->search({.prefix = assistant_versions_namespace(assistant_id),
-                 .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (auto& v : all_records(*records_, assistant_versions_namespace(assistant_id))) {
     out.push_back(std::move(v.item.value));
   }
   std::sort(out.begin(), out.end(), [](const json& a, const json& b) {

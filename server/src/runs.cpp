@@ -87,8 +87,7 @@ RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<
       state_(std::make_unique<State>(workers)) {
   // Runs do not survive the process: the runs a crash left unfinished are marked as failed, and
   // their threads are idle again.
-  for (const auto& marker : records_->search(
-           {.prefix = active_runs_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (const auto& marker : all_records(*records_, active_runs_namespace())) {
     const std::string thread_id = marker.item.value.value("thread_id", std::string());
     if (auto item = records_->get(runs_namespace(thread_id), marker.item.key)) {
       json& run = item->value;
@@ -116,8 +115,7 @@ void RunManager::shutdown() {
 }
 
 std::vector<SearchItem> RunManager::run_records(const std::string& thread_id) const {
-  return records_->search(
-      {.prefix = runs_namespace(thread_id), .limit = std::numeric_limits<std::size_t>::max()});
+  return all_records(*records_, runs_namespace(thread_id));
 }
 
 void RunManager::remove_run_records(const std::string& thread_id) const {

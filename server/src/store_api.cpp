@@ -151,7 +151,7 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
     for (const auto& ns : store.list_namespaces(std::move(op))) namespaces.push_back(ns);
     return json_response({{"namespaces", std::move(namespaces)}});
   }
-  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+  throw no_route(request);
 }
 
 }  // namespace sg::server

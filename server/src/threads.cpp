@@ -115,11 +115,16 @@ std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
   return find_locked(thread_id);
 }
 
-json ThreadRegistry::require(const std::string& thread_id) const {
+json ThreadRegistry::require_locked(const std::string& thread_id) const {
   require_uuid(thread_id, "thread id");
-  auto thread = find(thread_id);
+  auto thread = find_locked(thread_id);
   if (!thread) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
   return *std::move(thread);
+}
+
+json ThreadRegistry::require(const std::string& thread_id) const {
+  std::lock_guard lock(mu_);
+  return require_locked(thread_id);
 }
 
 json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
@@ -163,11 +168,8 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
 ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
   const json body = body_object(request);
   const json metadata = metadata_field(body);
-  require_uuid(thread_id, "thread id");
   std::lock_guard lock(mu_);
-  auto found = find_locked(thread_id);
-  if (!found) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
-  json& thread = *found;
+  json thread = require_locked(thread_id);
   for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
   thread["updated_at"] = iso_timestamp_now();
   records_->put(threads_namespace(), thread_id, thread);
@@ -212,8 +214,7 @@ bool ThreadRegistry::remove_record(const std::string& thread_id) {
 std::vector<json> ThreadRegistry::all() const {
   std::vector<json> out;
   std::lock_guard lock(mu_);
-  for (auto& hit : records_->search(
-           {.prefix = threads_namespace(), .limit = std::numeric_limits<std::size_t>::max()})) {
+  for (auto& hit : all_records(*records_, threads_namespace())) {
     const auto busy = busy_.find(hit.item.key);
     out.push_back(busy != busy_.end() ? busy->second : std::move(hit.item.value));
   }
@@ -433,7 +434,7 @@ ApiResponse Api::route_thread_state(const ApiRequest& request, const json& threa
     const CheckpointConfig saved = graph->graph->update_state(config, values, as_node);
     return json_response({{"checkpoint", checkpoint_json(saved)}});
   }
-  throw ApiError{404, fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+  throw no_route(request);
 }
 
 }  // namespace sg::server
