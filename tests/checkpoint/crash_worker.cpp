@@ -4,11 +4,7 @@
 // <db> is a RocksDB directory, or "postgres:<table>:<libpq conninfo>" (when built with
 // SG_TEST_POSTGRES). Each node execution appends "<session> <step index>\n" to the effects file
 // before returning.
-#include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/stategraph.hpp>
-#ifdef SG_TEST_POSTGRES
-#include <stategraph/postgres/postgres_saver.hpp>
-#endif
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -18,6 +14,8 @@
 #include <random>
 #include <string>
 #include <thread>
+
+#include "crash_saver.hpp"
 
 struct Counter : sg::MessagesState {
   int x = 0;
@@ -51,15 +49,7 @@ int main(int argc, char** argv) {
   g.add_conditional_edges("step",
                           [steps](const Counter& s) { return s.x >= steps ? sg::END : "step"; },
                           {"step", sg::END});
-  std::shared_ptr<sg::Checkpointer> saver;
-#ifdef SG_TEST_POSTGRES
-  if (db.rfind("postgres:", 0) == 0) {
-    const auto colon = db.find(':', 9);
-    saver = sg::PostgresSaver::open(db.substr(colon + 1), {.table = db.substr(9, colon - 9)});
-  }
-#endif
-  if (!saver) saver = sg::RocksDbSaver::open(db);
-  const auto app = g.compile({.checkpointer = saver});
+  const auto app = g.compile({.checkpointer = sg::test::open_crash_saver(db)});
   sg::RunConfig config;
   config.thread_id = "crash";
   config.recursion_limit = 1000000;

@@ -1,11 +1,5 @@
 // Crash safety: a worker process runs a long graph on a RocksDB thread (and on a PostgreSQL
 // one) and is killed with SIGKILL at seeded random moments, then resumed, at least 20 times.
-#include <stategraph/checkpoint/rocksdb_saver.hpp>
-#ifdef SG_TEST_POSTGRES
-#include <stategraph/postgres/postgres_saver.hpp>
-
-#include "support/postgres_cluster.hpp"
-#endif
 
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -19,6 +13,10 @@
 #include <sstream>
 #include <thread>
 
+#include "crash_saver.hpp"
+#ifdef SG_TEST_POSTGRES
+#include "support/postgres_cluster.hpp"
+#endif
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
@@ -44,20 +42,9 @@ pid_t spawn(const std::vector<std::string>& args) {
   return pid;
 }
 
-/// The saver of a worker's <db> argument (see crash_worker.cpp).
-std::shared_ptr<sg::KvCheckpointer> open_saver(const std::string& db) {
-#ifdef SG_TEST_POSTGRES
-  if (db.rfind("postgres:", 0) == 0) {
-    const auto colon = db.find(':', 9);
-    return sg::PostgresSaver::open(db.substr(colon + 1), {.table = db.substr(9, colon - 9)});
-  }
-#endif
-  return sg::RocksDbSaver::open(db);
-}
-
 /// The committed progress of the thread: x of its latest checkpoint (-1 if none).
 int committed(const std::string& db) {
-  auto saver = open_saver(db);
+  auto saver = sg::test::open_crash_saver(db);
   auto t = saver->get_tuple({"crash", "", ""});
   if (!t) return -1;
   return t->checkpoint.channel_values.value("x", 0);
@@ -117,7 +104,7 @@ void check_crash_safety(const std::string& db, const std::string& clean_db,
   CHECK(lines >= steps);
 
   // Every checkpoint reads back.
-  auto saver = open_saver(db);
+  auto saver = sg::test::open_crash_saver(db);
   const auto all = saver->list({.thread_id = "crash"});
   CHECK(all.size() >= static_cast<std::size_t>(steps));
   for (const auto& t : all) CHECK_NOTHROW((void)saver->get_tuple(t.config));
