@@ -48,11 +48,14 @@ struct Saver {
   static Saver make(const std::string& variant, const std::string& name) {
     Saver s;
     s.variant = variant;
-    if (variant == "postgres" || variant == "postgres_sync") {
+    if (variant.rfind("postgres", 0) == 0) {
       s.postgres_table = "bench_" + name;
       sg::pg::Connection c(bench_postgres());
       (void)c.exec("DROP TABLE IF EXISTS " + sg::pg::quote_identifier(s.postgres_table));
-      s.saver = sg::PostgresSaver::open(bench_postgres(), {.table = s.postgres_table});
+      // postgres_exclusive: the table held by one process (PostgresOptions::exclusive).
+      s.saver = sg::PostgresSaver::open(
+          bench_postgres(),
+          {.table = s.postgres_table, .exclusive = variant == "postgres_exclusive"});
     } else if (variant == "rocksdb" || variant == "rocksdb_sync") {
       s.rocks = sg::RocksDbSaver::open(bench::fresh_dir(name));
       s.saver = s.rocks;
@@ -212,6 +215,8 @@ Json run_loop(const std::string& variant) {
 
 const bench::Register loop_memory("loop:memory", [] { return run_loop("memory"); });
 const bench::Register loop_postgres("loop:postgres", [] { return run_loop("postgres"); });
+const bench::Register loop_postgres_exclusive("loop:postgres_exclusive",
+                                              [] { return run_loop("postgres_exclusive"); });
 const bench::Register loop_postgres_sync("loop:postgres_sync",
                                          [] { return run_loop("postgres_sync"); });
 const bench::Register loop_rocksdb("loop:rocksdb", [] { return run_loop("rocksdb"); });
@@ -329,6 +334,8 @@ const bench::Register summarize_rocksdb_sync("summarize_trim:rocksdb_sync",
                                              [] { return run_summarize("rocksdb_sync"); });
 const bench::Register summarize_postgres("summarize_trim:postgres",
                                          [] { return run_summarize("postgres"); });
+const bench::Register summarize_postgres_exclusive(
+    "summarize_trim:postgres_exclusive", [] { return run_summarize("postgres_exclusive"); });
 
 // -------------------------------------------------------------------------- checkpoint_io
 

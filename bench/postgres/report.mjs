@@ -16,7 +16,10 @@ for (const [workload, rate, label, first, last] of [
   console.log(`| saver | durability | ${label} | first / last 100 (ms) | bytes stored | speed | fewer bytes |`);
   console.log("|---|---|---:|---:|---:|---:|---:|");
   for (const r of [js, ...mine.filter((x) => x !== js)]) {
-    const name = r === js ? "LangGraph.js PostgresSaver" : "stategraph PostgresSaver";
+    const name =
+      r === js
+        ? "LangGraph.js PostgresSaver"
+        : `stategraph PostgresSaver${(r.saver ?? "").endsWith("exclusive") ? " (exclusive)" : ""}`;
     const bytes = r.storage.total_bytes;
     console.log(
       `| ${name} | ${r.durability} | ${fmt(r[rate])} | ${r[first]} / ${r[last]} | ${fmt(bytes)} | ` +

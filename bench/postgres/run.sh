@@ -56,7 +56,8 @@ echo "run.sh: LangGraph.js loop on its PostgresSaver" >&2
 node "$here/loop.mjs" "$work" 54330 bench >>"$results"
 echo "run.sh: LangGraph.js summarize_trim on its PostgresSaver" >&2
 node "$here/summarize.mjs" "$work" 54330 bench >>"$results"
-for unit in loop:postgres loop:postgres_sync summarize_trim:postgres; do
+for unit in loop:postgres loop:postgres_exclusive loop:postgres_sync summarize_trim:postgres \
+  summarize_trim:postgres_exclusive; do
   echo "run.sh: stategraph $unit" >&2
   SG_BENCH_POSTGRES="host=$work port=54330 user=postgres dbname=bench" "$bench" "$unit" --json \
     | tail -1 >>"$results"

@@ -1,5 +1,7 @@
 // KvCheckpointer: writing checkpoints and writes (deleting, copying and pruning threads:
 // kv_checkpointer_threads.cpp). Layout and helpers: kv_format.hpp.
+#include <stategraph/core/uuid.hpp>
+
 #include "kv_saver_impl.hpp"
 
 namespace sg {
@@ -34,6 +36,91 @@ void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
   forget(views_);
   forget(latest_);
   forget(inline_);
+  forget(heads_);
+}
+
+void KvCheckpointer::Impl::enter(Staged& staged, const std::string& thread_id) {
+  if (!kv_->shared()) return;
+  std::string tp = thread_prefix(thread_id);
+  if (std::find(staged.threads.begin(), staged.threads.end(), tp) != staged.threads.end()) return;
+  if (!heads_.contains(tp)) {
+    // Read the head before the caches fill: a write of another process in between changes the
+    // head, and commit() then fails rather than trust them.
+    forget_thread(tp);
+    heads_[tp] = kv_->get(Column::heads, tp).value_or(std::string());
+  }
+  staged.threads.push_back(std::move(tp));
+}
+
+void KvCheckpointer::Impl::guard(std::vector<KvOp>& batch, const std::string& tp,
+                                 bool expect_head) {
+  if (auto fence = fences_.find(tp); fence != fences_.end()) {
+    batch.push_back({KvOp::Kind::expect, Column::fences, tp, fence->second});
+  }
+  if (expect_head) {
+    // An expect and a put of one key: the backend may do both as one compare-and-set.
+    batch.push_back({KvOp::Kind::expect, Column::heads, tp, heads_[tp]});
+    batch.push_back({KvOp::Kind::put, Column::heads, tp, new_uuid4()});
+  }
+}
+
+void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
+                                         const std::vector<std::string>& thread_prefixes,
+                                         Guard mode) {
+  if (!kv_->shared()) {
+    kv_->write(batch);
+    return;
+  }
+  const std::size_t first_guard = batch.size();
+  for (const auto& tp : thread_prefixes) {
+    guard(batch, tp, mode == Guard::expect_head);
+    // A write that did not use the caches but changes what they hold (a delete, a copy) makes
+    // other processes' caches of the thread stale: a new head, unconditionally.
+    if (mode == Guard::new_head) batch.push_back({KvOp::Kind::put, Column::heads, tp, new_uuid4()});
+  }
+  try {
+    kv_->write(batch);
+  } catch (const detail::KvConflict&) {
+    for (const auto& tp : thread_prefixes) {
+      auto fence = fences_.find(tp);
+      if (fence != fences_.end() && kv_->get(Column::fences, tp).value_or("") != fence->second) {
+        throw CheckpointError(
+            errc::kCheckpointFenced,
+            fmt::format("thread '{}': another worker took over the run writing it (its fence "
+                        "changed): this write was not applied",
+                        std::string_view(tp).substr(0, tp.size() - 1)));
+      }
+      forget_thread(tp);
+    }
+    throw;
+  } catch (...) {
+    for (const auto& tp : thread_prefixes) forget_thread(tp);  // the outcome is unknown
+    throw;
+  }
+  for (std::size_t i = first_guard; i < batch.size(); ++i) {
+    if (batch[i].kind == KvOp::Kind::put && batch[i].space == Column::heads) {
+      heads_[batch[i].key] = batch[i].value;
+    }
+  }
+}
+
+template <typename Work>
+auto KvCheckpointer::Impl::retrying(Work&& stage_and_commit) {
+  constexpr int kAttempts = 5;
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return stage_and_commit();
+    } catch (const detail::KvConflict& e) {
+      // Another process wrote a thread this write used: commit() dropped its caches, so the
+      // next attempt stages from what is stored.
+      if (attempt == kAttempts) {
+        throw CheckpointError(errc::kCheckpointIo,
+                              fmt::format("other processes kept writing the same thread ({} "
+                                          "attempts): {}",
+                                          kAttempts, e.what()));
+      }
+    }
+  }
 }
 
 const KvCheckpointer::Impl::InlineValues& KvCheckpointer::Impl::parent_inline(
@@ -151,6 +238,7 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
   if (checkpoint.id.empty()) invalid("put: the checkpoint needs an id");
   check_name("thread_id", config.thread_id);
   check_name("checkpoint_ns", config.checkpoint_ns);
+  enter(staged, config.thread_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   auto& batch = staged.batch;
   if (checkpoint.id < newest_id(staged, prefix))
@@ -321,7 +409,7 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
 }
 
 void KvCheckpointer::Impl::commit(Staged& staged) {
-  kv_->write(staged.batch);
+  write_guarded(staged.batch, staged.threads, Guard::expect_head);
   for (auto& [log, seq] : staged.seqs) next_seq_[log] = seq;
   for (auto& [log, view] : staged.views) views_[log] = std::move(view);
   for (auto& [prefix, values] : staged.inlines) inline_[prefix] = std::move(values);
@@ -336,43 +424,69 @@ CheckpointConfig KvCheckpointer::Impl::put(const CheckpointConfig& config,
                                            const Checkpoint& checkpoint, const json& metadata,
                                            const ChannelVersions& new_versions) {
   std::lock_guard lock(write_mu_);
-  Staged staged;
-  stage_put(staged, config, checkpoint, metadata, new_versions);
-  commit(staged);
+  retrying([&] {
+    Staged staged;
+    stage_put(staged, config, checkpoint, metadata, new_versions);
+    commit(staged);
+  });
   return CheckpointConfig{config.thread_id, config.checkpoint_ns, checkpoint.id};
 }
 
 std::vector<CheckpointConfig> KvCheckpointer::Impl::put_all(
     const std::vector<CheckpointPut>& puts) {
   std::lock_guard lock(write_mu_);
-  Staged staged;
-  std::vector<CheckpointConfig> out;
-  out.reserve(puts.size());
-  for (const auto& p : puts) {
-    // The writes of the tasks that just ran (nothing is saved under their ids yet) go in the
-    // new record when its parent is the newest checkpoint, so the new one is the next key after
-    // it (where reads look); otherwise in a record of their own. Either way appended messages
-    // and blob values refer to what the new checkpoint stores.
-    const bool embed = !p.writes.empty() && !p.config.checkpoint_id.empty() &&
-                       p.checkpoint.id > p.config.checkpoint_id &&
-                       newest_id(staged, prefix_of(p.config.thread_id, p.config.checkpoint_ns)) ==
-                           p.config.checkpoint_id;
-    stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions,
-              embed ? &p.writes : nullptr, p.lists.empty() ? nullptr : &p.lists);
-    if (!embed) {
-      for (const auto& w : p.writes) stage_bundle(staged, p.config, w);
+  return retrying([&] {
+    Staged staged;
+    std::vector<CheckpointConfig> out;
+    out.reserve(puts.size());
+    for (const auto& p : puts) {
+      // The writes of the tasks that just ran (nothing is saved under their ids yet) go in the
+      // new record when its parent is the newest checkpoint, so the new one is the next key after
+      // it (where reads look); otherwise in a record of their own. Either way appended messages
+      // and blob values refer to what the new checkpoint stores.
+      const bool embed = !p.writes.empty() && !p.config.checkpoint_id.empty() &&
+                         p.checkpoint.id > p.config.checkpoint_id &&
+                         newest_id(staged, prefix_of(p.config.thread_id, p.config.checkpoint_ns)) ==
+                             p.config.checkpoint_id;
+      stage_put(staged, p.config, p.checkpoint, p.metadata, p.new_versions,
+                embed ? &p.writes : nullptr, p.lists.empty() ? nullptr : &p.lists);
+      if (!embed) {
+        for (const auto& w : p.writes) stage_bundle(staged, p.config, w);
+      }
+      out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
     }
-    out.push_back(CheckpointConfig{p.config.thread_id, p.config.checkpoint_ns, p.checkpoint.id});
+    if (!staged.batch.empty()) commit(staged);
+    return out;
+  });
+}
+
+void KvCheckpointer::Impl::fence(const std::string& thread_id, std::string token) {
+  check_name("thread_id", thread_id);
+  if (!kv_->shared()) return;  // one process writes: nobody to fence out
+  std::lock_guard lock(write_mu_);
+  if (token.empty()) {
+    fences_.erase(thread_prefix(thread_id));
+  } else {
+    fences_[thread_prefix(thread_id)] = std::move(token);
   }
-  if (!staged.batch.empty()) commit(staged);
-  return out;
 }
 
 std::optional<std::string> KvCheckpointer::Impl::latest_checkpoint_id(
     const std::string& thread_id, const std::string& checkpoint_ns) {
   if (thread_id.empty()) return std::nullopt;
+  std::string id;
   std::lock_guard lock(write_mu_);
-  std::string id = newest_id(Staged{}, prefix_of(thread_id, checkpoint_ns));
+  if (kv_->shared()) {
+    // Another process may have written since: the caches answer while the thread's head is the
+    // one this object last saw (a point read), else they are dropped.
+    const std::string tp = thread_prefix(thread_id);
+    std::string stored = kv_->get(Column::heads, tp).value_or(std::string());
+    if (const auto head = heads_.find(tp); head == heads_.end() || head->second != stored) {
+      forget_thread(tp);
+      heads_[tp] = std::move(stored);  // read before the caches fill, as in enter()
+    }
+  }
+  id = newest_id(Staged{}, prefix_of(thread_id, checkpoint_ns));
   if (id.empty()) return std::nullopt;
   return id;
 }
@@ -432,7 +546,8 @@ void KvCheckpointer::Impl::put_task_writes(const CheckpointConfig& config, const
   std::lock_guard lock(write_mu_);
   std::vector<KvOp> batch;
   stage_writes(batch, config, task, task_path);
-  if (!batch.empty()) kv_->write(batch);
+  // No cache is used: a conflict can only be a fence.
+  if (!batch.empty()) write_guarded(batch, {thread_prefix(config.thread_id)}, Guard::fence);
 }
 
 void KvCheckpointer::Impl::stage_writes(std::vector<KvOp>& batch, const CheckpointConfig& config,
@@ -467,6 +582,7 @@ void KvCheckpointer::Impl::stage_writes(std::vector<KvOp>& batch, const Checkpoi
 void KvCheckpointer::Impl::stage_bundle(Staged& staged, const CheckpointConfig& config,
                                         const TaskWrites& task) {
   check_name("task_id", task.task_id);
+  enter(staged, config.thread_id);
   const std::string prefix = prefix_of(config.thread_id, config.checkpoint_ns);
   static const InlineValues kNone;
   const auto in = staged.inlines.find(prefix);
@@ -540,6 +656,14 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
 std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::string& thread_id,
                                                                 const std::string& checkpoint_ns) {
   return impl_->latest_checkpoint_id(thread_id, checkpoint_ns);
+}
+
+void KvCheckpointer::fence(const std::string& thread_id, std::string token) {
+  impl_->fence(thread_id, std::move(token));
+}
+
+std::pair<std::uint8_t, std::string> KvCheckpointer::fence_key(const std::string& thread_id) {
+  return {Column::fences, thread_prefix(thread_id)};
 }
 
 void KvCheckpointer::put_writes(const CheckpointConfig& config,

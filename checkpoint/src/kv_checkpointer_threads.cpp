@@ -12,7 +12,7 @@ void KvCheckpointer::Impl::delete_thread(const std::string& thread_id) {
   std::vector<KvOp> batch;
   for (std::uint8_t column = 0; column < Column::count; ++column)
     batch.push_back({KvOp::Kind::erase_range, column, tp, prefix_end(tp)});
-  kv_->write(batch);
+  write_guarded(batch, {tp}, Guard::new_head);
   forget_thread(tp);
 }
 
@@ -33,7 +33,7 @@ void KvCheckpointer::Impl::copy_thread(const std::string& source, const std::str
                 return true;
               });
   }
-  kv_->write(batch);
+  write_guarded(batch, {to}, Guard::new_head);
   forget_thread(to);
 }
 
@@ -96,7 +96,7 @@ void KvCheckpointer::Impl::prune(const std::vector<std::string>& thread_ids,
                   }
                   return true;
                 });
-      kv_->write(batch);
+      write_guarded(batch, {thread_prefix(thread)}, Guard::new_head);
       forget_thread(thread_prefix(thread));
     }
   }

@@ -34,10 +34,20 @@
 
 namespace sg::detail {
 
-/// The key spaces of a checkpoint store (RocksDB column families).
+/// The key spaces of a checkpoint store (RocksDB column families). Shared backends (Postgres)
+/// also have `heads` (per thread, a token that every write which used the caches replaces, so
+/// that another process's caches of the thread stop matching) and `fences` (per thread, the token
+/// of the run that may write it, see KvCheckpointer::fence); both keyed by thread_prefix().
 struct Column {
-  enum : std::uint8_t { checkpoints = 0, writes = 1, blobs = 2, messages = 3 };
-  static constexpr std::size_t count = 4;
+  enum : std::uint8_t {
+    checkpoints = 0,
+    writes = 1,
+    blobs = 2,
+    messages = 3,
+    heads = 4,
+    fences = 5
+  };
+  static constexpr std::size_t count = 4;  // the spaces every backend has
 };
 
 }  // namespace sg::detail

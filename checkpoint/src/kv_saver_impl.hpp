@@ -42,6 +42,7 @@ struct KvCheckpointer::Impl {
   void copy_thread(const std::string& source, const std::string& target);
   void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy);
   std::vector<std::string> namespaces(const std::string& thread_id);
+  void fence(const std::string& thread_id, std::string token);
 
   /// The backend (InMemorySaver and RocksDbSaver reach their own through it).
   [[nodiscard]] detail::KvBackend& kv() noexcept { return *kv_; }
@@ -124,6 +125,29 @@ struct KvCheckpointer::Impl {
   /// The next sequence number of a log, counting the items `staged` adds.
   std::uint64_t next_seq(const Staged& staged, const std::string& log_prefix);
   void forget_thread(const std::string& thread_prefix);
+  /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
+  /// first dropped when this object does not know the thread's head (commit() then expects it
+  /// unchanged). Caller holds write_mu_.
+  void enter(Staged& staged, const std::string& thread_id);
+  /// A shared backend: adds to `batch` what a write of the thread with prefix `tp` expects (its
+  /// fence, when one is set; its head too when `expect_head`) and a new head. Caller holds
+  /// write_mu_.
+  void guard(std::vector<detail::KvOp>& batch, const std::string& tp, bool expect_head);
+  /// What a write of a thread on a shared backend checks and changes besides its data: only the
+  /// fence (writes that neither use nor change the caches), the fence and a new head (a change
+  /// made without the caches), or the fence and the head it expects, replaced (a write staged
+  /// from the caches).
+  enum class Guard : std::uint8_t { fence, new_head, expect_head };
+  /// Writes `batch`, on a shared backend guarded for the threads with prefixes `thread_prefixes`
+  /// as `mode` says. A conflict drops their caches and throws KvConflict again, or
+  /// CheckpointError "checkpoint.fenced" when a fence no longer holds. Caller holds write_mu_.
+  void write_guarded(std::vector<detail::KvOp>& batch,
+                     const std::vector<std::string>& thread_prefixes, Guard mode);
+  /// Runs `stage_and_commit` again (at most a few times) while a shared backend reports that
+  /// another process wrote a thread it uses; throws CheckpointError "checkpoint.fenced" when a
+  /// fence no longer holds. Caller holds write_mu_.
+  template <typename Work>
+  auto retrying(Work&& stage_and_commit);
 
   std::unique_ptr<detail::KvBackend> kv_;
   // Serializes writers (read-modify-write) and guards the caches below, which only this object's
@@ -133,6 +157,10 @@ struct KvCheckpointer::Impl {
   std::map<std::string, std::pair<std::int64_t, LogRanges>> views_;  // log -> newest view
   std::map<std::string, std::string> latest_;  // thread+namespace prefix -> newest checkpoint
   std::map<std::string, std::pair<std::string, InlineValues>> inline_;  // prefix -> newest record
+  // Shared backends: the head each thread had after this object's last write (the caches of a
+  // thread are valid while it still has it), and the fences this object's writes expect.
+  std::map<std::string, std::string> heads_;   // thread prefix -> head token
+  std::map<std::string, std::string> fences_;  // thread prefix -> fence token
 };
 
 struct KvCheckpointer::Impl::Record {
@@ -153,6 +181,7 @@ struct KvCheckpointer::Impl::Staged {
       views;                                  // log -> newest staged view
   std::map<std::string, std::string> latest;  // prefix -> newest staged id
   std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest record
+  std::vector<std::string> threads;  // shared backends: the threads written (enter())
 };
 
 }  // namespace sg

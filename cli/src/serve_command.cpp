@@ -65,7 +65,8 @@ void serve(const ServeArgs& args) {
     auto saver = PostgresSaver::open(args.db);
     options.checkpointer = saver;
     options.store = PostgresStore::open(args.db);
-    options.records = PostgresStore::open(args.db, {.table = "sg_records"});
+    // The run queue is still per process: the records' lock keeps a second server out.
+    options.records = PostgresStore::open(args.db, {.table = "sg_records", .exclusive = true});
     where = "in PostgreSQL";  // not the URL: it may hold a password
   } else if (!args.in_memory) {
     std::filesystem::create_directories(args.db);

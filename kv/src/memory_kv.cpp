@@ -15,6 +15,14 @@ std::optional<std::string> MemoryKv::get(std::uint8_t space, std::string_view ke
 void MemoryKv::write(const std::vector<KvOp>& batch) {
   std::unique_lock lock(mu_);
   for (const auto& op : batch) {
+    if (op.kind != KvOp::Kind::expect) continue;
+    const auto& map = maps_.at(op.space);
+    const auto it = map.find(op.key);
+    if (op.value.empty() ? it != map.end() : it == map.end() || it->second != op.value) {
+      throw KvConflict("another writer changed a key this batch expects unchanged");
+    }
+  }
+  for (const auto& op : batch) {
     auto& map = maps_.at(op.space);
     switch (op.kind) {
       case KvOp::Kind::put:
@@ -39,6 +47,8 @@ void MemoryKv::write(const std::vector<KvOp>& batch) {
         map.erase(first, last);
         break;
       }
+      case KvOp::Kind::expect:
+        break;  // checked above
     }
   }
 }

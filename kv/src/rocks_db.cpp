@@ -84,6 +84,8 @@ void RocksDb::write(const std::vector<KvOp>& ops) {
       case KvOp::Kind::erase_range:
         s = batch.DeleteRange(cf, slice(op.key), slice(op.value));
         break;
+      case KvOp::Kind::expect:  // one process owns a RocksDB: nothing to expect
+        throw std::logic_error("RocksDb::write: 'expect' is for shared backends");
     }
     if (!s.ok()) fail_(RocksFailure::io, "building a write batch: " + s.ToString());
   }

@@ -6,7 +6,9 @@ namespace sg::detail {
 
 namespace {
 
-/// Rows a scan reads per round trip.
+/// Rows a scan reads in its first round trip (most scans stop at their first row: the newest
+/// checkpoint, the last log entry) and in the next ones.
+constexpr int kFirstScanPage = 8;
 constexpr int kScanPage = 256;
 
 /// The advisory lock that serializes schema changes of every stategraph process.
@@ -29,8 +31,8 @@ auto PostgresKv::run(Work&& work) {
 }
 
 PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table,
-                       PostgresFail fail)
-    : table_(std::move(table)), fail_(std::move(fail)) {
+                       bool exclusive, PostgresFail fail)
+    : table_(std::move(table)), exclusive_(exclusive), fail_(std::move(fail)) {
   const std::string quoted = pg::quote_identifier(table_);
   get_sql_ = fmt::format("SELECT value FROM {} WHERE space = $1 AND key = $2", quoted);
   put_sql_ = fmt::format(
@@ -41,24 +43,36 @@ PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::
   erase_range_sql_ =
       fmt::format("DELETE FROM {} WHERE space = $1 AND key >= $2 AND key < $3", quoted);
   scan_sql_ = fmt::format("SELECT key, value FROM {} WHERE space = $1", quoted);
+  const std::string expect_function = pg::quote_identifier(table_ + "_expect");
+  const std::string swap_function = pg::quote_identifier(table_ + "_swap");
+  expect_sql_ = fmt::format("SELECT {}($1, $2, $3)", expect_function);
+  swap_sql_ = fmt::format("SELECT {}($1, $2, $3, $4)", swap_function);
   try {
     pool_ = std::make_unique<pg::Pool>(conninfo, pool_size);
-    // The lock waits a little: a process that just closed (or was killed holding) the table
-    // releases it when its server backend notices, a moment later.
+  } catch (const PostgresError& e) {
+    fail_(e);
+    throw;
+  }
+  try {
+    // An exclusive backend holds the table's lock, a shared one holds it shared (so that it
+    // keeps an exclusive one out, and the other way round). Waits a little: a process that just
+    // closed (or was killed holding) the table releases it when its server backend notices.
     owner_ = std::make_unique<pg::Connection>(conninfo);
     (void)owner_->exec("SET lock_timeout = '3s'");
-    (void)owner_->exec("SELECT pg_advisory_lock($1, hashtext($2))",
-                       pg::Params().integer(kOwnerLock).text(table_));
+    (void)owner_->exec(
+        fmt::format("SELECT pg_advisory_lock{}($1, hashtext($2))", exclusive_ ? "" : "_shared"),
+        pg::Params().integer(kOwnerLock).text(table_));
     (void)owner_->exec("SET lock_timeout = 0");
   } catch (const PostgresError& e) {
     if (e.sqlstate() != "55P03") {
       fail_(e);
       throw;
     }
-    fail_(PostgresError(
-        errc::kPostgresQuery,
-        fmt::format("table {} is in use by another saver or store (one process per table)", quoted),
-        "55P03"));
+    fail_(PostgresError(errc::kPostgresQuery,
+                        fmt::format("table {} is in use by {}", quoted,
+                                    exclusive_ ? "another saver or store"
+                                               : "an exclusive store (one process at a time)"),
+                        "55P03"));
     throw;
   }
   run([&](pg::Connection& c) {
@@ -67,6 +81,34 @@ PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::
          {fmt::format("CREATE TABLE IF NOT EXISTS {} (space smallint NOT NULL, key bytea NOT NULL, "
                       "value bytea NOT NULL, PRIMARY KEY (space, key))",
                       quoted),
+          {}},
+         // expect: the row (made empty when missing, so that two first writers also exclude
+         // each other) must hold `expected`; no other writer changes it until the transaction
+         // ends.
+         {fmt::format("CREATE OR REPLACE FUNCTION {0}(s smallint, k bytea, expected bytea) "
+                      "RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+                      "IF expected = ''::bytea THEN INSERT INTO {1} (space, key, value) "
+                      "VALUES (s, k, ''::bytea) ON CONFLICT (space, key) DO NOTHING; END IF; "
+                      "PERFORM 1 FROM {1} WHERE space = s AND key = k AND value = expected "
+                      "FOR SHARE; "
+                      "IF NOT FOUND THEN RAISE EXCEPTION 'stategraph: another writer changed "
+                      "an expected key' USING ERRCODE = 'serialization_failure'; END IF; "
+                      "END $$",
+                      expect_function, quoted),
+          {}},
+         // swap: an expect and a put of one key as one compare-and-set.
+         {fmt::format("CREATE OR REPLACE FUNCTION {0}(s smallint, k bytea, expected bytea, "
+                      "replacement bytea) RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+                      "UPDATE {1} SET value = replacement WHERE space = s AND key = k "
+                      "AND value = expected; "
+                      "IF FOUND THEN RETURN; END IF; "
+                      "IF expected = ''::bytea THEN INSERT INTO {1} (space, key, value) "
+                      "VALUES (s, k, replacement) ON CONFLICT (space, key) DO NOTHING; "
+                      "IF FOUND THEN RETURN; END IF; END IF; "
+                      "RAISE EXCEPTION 'stategraph: another writer changed an expected key' "
+                      "USING ERRCODE = 'serialization_failure'; "
+                      "END $$",
+                      swap_function, quoted),
           {}}});
     return 0;
   });
@@ -74,8 +116,9 @@ PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::
 
 PostgresKv::~PostgresKv() {
   try {  // released now rather than when the server notices the connection closed
-    (void)owner_->exec("SELECT pg_advisory_unlock($1, hashtext($2))",
-                       pg::Params().integer(kOwnerLock).text(table_));
+    (void)owner_->exec(
+        fmt::format("SELECT pg_advisory_unlock{}($1, hashtext($2))", exclusive_ ? "" : "_shared"),
+        pg::Params().integer(kOwnerLock).text(table_));
   } catch (const PostgresError&) {
     // A broken connection holds no lock.
   }
@@ -93,7 +136,17 @@ void PostgresKv::write(const std::vector<KvOp>& batch) {
   if (batch.empty()) return;
   std::vector<pg::Statement> statements;
   statements.reserve(batch.size());
-  for (const auto& op : batch) {
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const KvOp& op = batch[i];
+    if (op.kind == KvOp::Kind::expect && i + 1 < batch.size() &&
+        batch[i + 1].kind == KvOp::Kind::put && batch[i + 1].space == op.space &&
+        batch[i + 1].key == op.key) {
+      statements.push_back(
+          {swap_sql_, pg::Params().integer(op.space).binary(op.key).binary(op.value).binary(
+                          batch[i + 1].value)});
+      ++i;
+      continue;
+    }
     switch (op.kind) {
       case KvOp::Kind::put:
         statements.push_back(
@@ -106,12 +159,27 @@ void PostgresKv::write(const std::vector<KvOp>& batch) {
         statements.push_back(
             {erase_range_sql_, pg::Params().integer(op.space).binary(op.key).binary(op.value)});
         break;
+      case KvOp::Kind::expect:
+        statements.push_back(
+            {expect_sql_, pg::Params().integer(op.space).binary(op.key).binary(op.value)});
+        break;
     }
   }
-  run([&](pg::Connection& c) {
-    (void)c.pipeline(statements);
-    return 0;
-  });
+  try {
+    pool_->with_retry([&](pg::Connection& c) {
+      (void)c.pipeline(statements);
+      return 0;
+    });
+  } catch (const PostgresError& e) {
+    if (e.sqlstate() == "40001") throw KvConflict(e.what());
+    fail_(e);
+    throw;
+  }
+}
+
+pg::Statement PostgresKv::put_statement(std::uint8_t space, std::string key,
+                                        std::string value) const {
+  return {put_sql_, pg::Params().integer(space).binary(std::move(key)).binary(std::move(value))};
 }
 
 void PostgresKv::scan(std::uint8_t space, std::string_view lower, std::string_view upper,
@@ -132,13 +200,14 @@ void PostgresKv::scan(std::uint8_t space, std::string_view lower, std::string_vi
       params.binary(to);
       sql += " AND key < $3";
     }
-    sql += fmt::format(" ORDER BY key {} LIMIT {}", reverse ? "DESC" : "ASC", kScanPage);
+    const int page_rows = first_page ? kFirstScanPage : kScanPage;
+    sql += fmt::format(" ORDER BY key {} LIMIT {}", reverse ? "DESC" : "ASC", page_rows);
     const pg::Result page =
         run([&](pg::Connection& c) { return c.exec(sql, params, /*binary_result=*/true); });
     for (int row = 0; row < page.rows(); ++row) {
       if (!visit(page.get(row, 0), page.get(row, 1))) return;
     }
-    if (page.rows() < kScanPage) return;
+    if (page.rows() < page_rows) return;
     (reverse ? to : from) = std::string(page.get(page.rows() - 1, 0));
     first_page = false;
   }

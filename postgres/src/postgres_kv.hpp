@@ -20,32 +20,41 @@ using PostgresFail = std::function<void(const PostgresError&)>;
 class PostgresKv final : public KvBackend {
  public:
   /// Connects (a pool of `pool_size`) and creates table `table` when missing (under an advisory
-  /// lock, so that processes starting at once do not race). Holds a session lock on the table for
-  /// its lifetime on a connection of its own: a second PostgresKv on the table, in any process,
-  /// waits up to 3 s for it, then fails with SQLSTATE 55P03 (lock_not_available). Throws through
-  /// `fail`.
-  PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table,
+  /// lock, so that processes starting at once do not race). Holds a session lock on the table
+  /// for its lifetime on a connection of its own: exclusive, or shared (then the backend is
+  /// shared() and takes `expect` operations). A PostgresKv whose lock conflicts (an exclusive
+  /// one and any other, in any process) waits up to 3 s, then fails with SQLSTATE 55P03
+  /// (lock_not_available). Throws through `fail`.
+  PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table, bool exclusive,
              PostgresFail fail);
   /// Releases the table's lock.
   ~PostgresKv() override;
   PostgresKv(const PostgresKv&) = delete;
   PostgresKv& operator=(const PostgresKv&) = delete;
 
+  [[nodiscard]] bool shared() const noexcept override { return !exclusive_; }
   std::optional<std::string> get(std::uint8_t space, std::string_view key) override;
+  /// Throws KvConflict when an `expect` operation fails.
   void write(const std::vector<KvOp>& batch) override;
   void scan(std::uint8_t space, std::string_view lower, std::string_view upper, bool reverse,
             const std::function<bool(std::string_view, std::string_view)>& visit) override;
+
+  /// The statement that sets `key` of `space` to `value`, for a caller's own transaction on
+  /// the same database (the run queue sets a thread's fence as it claims a run).
+  [[nodiscard]] pg::Statement put_statement(std::uint8_t space, std::string key,
+                                            std::string value) const;
 
  private:
   template <typename Work>
   auto run(Work&& work);
 
   std::string table_;  // as given (the lock's name)
+  bool exclusive_;
   PostgresFail fail_;
   std::unique_ptr<pg::Pool> pool_;
   std::unique_ptr<pg::Connection> owner_;  // holds the table's lock
   // The statements, made once: a checkpoint write is only parameters.
-  std::string get_sql_, put_sql_, erase_sql_, erase_range_sql_, scan_sql_;
+  std::string get_sql_, put_sql_, erase_sql_, erase_range_sql_, scan_sql_, expect_sql_, swap_sql_;
 };
 
 }  // namespace sg::detail

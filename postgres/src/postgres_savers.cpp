@@ -14,12 +14,18 @@ std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
   };
   auto kv = std::make_unique<detail::PostgresKv>(
       conninfo, options.pool_size, options.table.empty() ? "sg_checkpoints" : options.table,
-      std::move(fail));
-  return std::shared_ptr<PostgresSaver>(new PostgresSaver(std::move(kv)));
+      options.exclusive, std::move(fail));
+  return std::shared_ptr<PostgresSaver>(new PostgresSaver(kv.release()));
 }
 
-PostgresSaver::PostgresSaver(std::unique_ptr<detail::KvBackend> kv)
-    : KvCheckpointer(std::move(kv)) {}
+PostgresSaver::PostgresSaver(detail::PostgresKv* kv)
+    : KvCheckpointer(std::unique_ptr<detail::KvBackend>(kv)), kv_(kv) {}
+
+pg::Statement PostgresSaver::fence_statement(const std::string& thread_id,
+                                             std::string token) const {
+  auto [space, key] = fence_key(thread_id);
+  return kv_->put_statement(space, std::move(key), std::move(token));
+}
 
 std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
                                                    PostgresOptions options, TtlConfig ttl,
@@ -28,9 +34,11 @@ std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
     throw StoreError(e.sqlstate() == "55P03" ? errc::kStoreLocked : errc::kStoreIo,
                      std::string("the store database: ") + e.what());
   };
+  // A store with an index keeps its vectors in memory: one process at a time.
+  const bool exclusive = options.exclusive || index.has_value();
   auto kv = std::make_unique<detail::PostgresKv>(conninfo, options.pool_size,
                                                  options.table.empty() ? "sg_store" : options.table,
-                                                 std::move(fail));
+                                                 exclusive, std::move(fail));
   return std::shared_ptr<PostgresStore>(
       new PostgresStore(std::move(kv), std::move(ttl), std::move(index)));
 }

@@ -1,5 +1,6 @@
 // PostgresSaver and PostgresStore beyond the conformance suites (which run on Postgres too):
-// data survives reopening, a table has one owner at a time, a dead server is a clear error.
+// data survives reopening, processes share a table (caches checked, fences), an exclusive store
+// has its table alone, a dead server is a clear error.
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
 #include <stategraph/stategraph.hpp>
@@ -22,7 +23,7 @@ sg::CompiledGraph<sg::MessagesState> echo(std::shared_ptr<sg::Checkpointer> save
 
 }  // namespace
 
-TEST_CASE("PostgresSaver: a conversation survives reopening, one owner per table") {
+TEST_CASE("PostgresSaver: a conversation survives reopening, tables are apart") {
   SG_REQUIRE_POSTGRES();
   sg::test::PostgresCluster cluster;
   sg::RunConfig config;
@@ -31,17 +32,10 @@ TEST_CASE("PostgresSaver: a conversation survives reopening, one owner per table
     auto saver = sg::PostgresSaver::open(cluster.conninfo());
     auto app = echo(saver);
     (void)app.invoke(sg::MessagesState{{sg::human("one")}}, config);
-    try {
-      (void)sg::PostgresSaver::open(cluster.conninfo());
-      FAIL("a second saver opened the table");
-    } catch (const sg::CheckpointError& e) {
-      CHECK(e.code() == "checkpoint.locked");
-      CHECK(std::string(e.what()).find("sg_checkpoints") != std::string::npos);
-    }
     auto other = sg::PostgresSaver::open(cluster.conninfo(), {.table = "other"});  // its own
     CHECK(other->threads().empty());
   }
-  auto saver = sg::PostgresSaver::open(cluster.conninfo());  // the first one closed
+  auto saver = sg::PostgresSaver::open(cluster.conninfo());
   auto app = echo(saver);
   const auto state = app.invoke(sg::MessagesState{{sg::human("two")}}, config);
   REQUIRE(state.state.messages.size() == 4);
@@ -50,17 +44,86 @@ TEST_CASE("PostgresSaver: a conversation survives reopening, one owner per table
   CHECK(saver->threads() == std::vector<std::string>{"t1"});
 }
 
-TEST_CASE("PostgresStore: items survive reopening, one owner per table") {
+TEST_CASE("PostgresSaver: savers of two processes share a table and a thread") {
+  // Two savers in one process keep separate caches, as two processes do.
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  auto saver_a = sg::PostgresSaver::open(cluster.conninfo());
+  auto saver_b = sg::PostgresSaver::open(cluster.conninfo());
+  auto app_a = echo(saver_a);
+  auto app_b = echo(saver_b);
+  sg::RunConfig config;
+  config.thread_id = "t1";
+  // Each turn appends to the thread's message log: a stale cache would reuse sequence numbers.
+  std::vector<std::string> said;
+  for (int turn = 0; turn < 6; ++turn) {
+    auto& app = turn % 3 == 2 ? app_b : app_a;  // a, a, b, a, a, b
+    said.push_back("turn " + std::to_string(turn));
+    const auto result = app.invoke(sg::MessagesState{{sg::human(said.back())}}, config);
+    REQUIRE(result.state.messages.size() == 2 * said.size());
+    CHECK(saver_a->latest_checkpoint_id("t1", "") == saver_b->latest_checkpoint_id("t1", ""));
+  }
+  const auto final_state = app_b.get_state(config);
+  REQUIRE(final_state);
+  REQUIRE(final_state->values.messages.size() == 12);
+  for (std::size_t i = 0; i < said.size(); ++i) {
+    CHECK(final_state->values.messages[2 * i].text() == said[i]);
+    CHECK(final_state->values.messages[2 * i + 1].text() == "echo: " + said[i]);
+  }
+  CHECK(saver_a->list({.thread_id = "t1"}).size() == saver_b->list({.thread_id = "t1"}).size());
+
+  // Deleting the thread in one process is seen by the other's next write.
+  saver_b->delete_thread("t1");
+  const auto fresh = app_a.invoke(sg::MessagesState{{sg::human("again")}}, config);
+  CHECK(fresh.state.messages.size() == 2);
+}
+
+TEST_CASE("PostgresSaver: a fenced writer changes nothing") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  auto saver = sg::PostgresSaver::open(cluster.conninfo());
+  auto app = echo(saver);
+  sg::pg::Connection db(cluster.conninfo());
+  auto set_fence = [&](const std::string& token) {
+    const auto statement = saver->fence_statement("t2", token);
+    (void)db.exec(statement.sql, statement.params);
+  };
+  sg::RunConfig config;
+  config.thread_id = "t2";
+  set_fence("run-1:1");  // a worker claimed run-1
+  saver->fence("t2", "run-1:1");
+  (void)app.invoke(sg::MessagesState{{sg::human("one")}}, config);
+  const auto checkpoints = saver->list({.thread_id = "t2"}).size();
+  set_fence("run-1:2");  // another worker took the run over
+  try {
+    (void)app.invoke(sg::MessagesState{{sg::human("two")}}, config);
+    FAIL("a fenced-out saver wrote");
+  } catch (const sg::CheckpointError& e) {
+    CHECK(e.code() == "checkpoint.fenced");
+  }
+  CHECK(saver->list({.thread_id = "t2"}).size() == checkpoints);
+  saver->fence("t2", "run-1:2");  // the new owner writes
+  const auto state = app.invoke(sg::MessagesState{{sg::human("three")}}, config);
+  CHECK(state.state.messages.back().text() == "echo: three");
+  saver->fence("t2", "");
+}
+
+TEST_CASE("PostgresStore: items survive reopening, an exclusive store has its table alone") {
   SG_REQUIRE_POSTGRES();
   sg::test::PostgresCluster cluster;
   {
     auto store = sg::PostgresStore::open(cluster.conninfo());
     store->put({"users", "ada"}, "profile", {{"name", "Ada"}});
+    auto shared = sg::PostgresStore::open(cluster.conninfo());  // another process's
+    CHECK(shared->get({"users", "ada"}, "profile")->value["name"] == "Ada");
+    auto exclusive =
+        sg::PostgresStore::open(cluster.conninfo(), {.table = "alone", .exclusive = true});
     try {
-      (void)sg::PostgresStore::open(cluster.conninfo());
-      FAIL("a second store opened the table");
+      (void)sg::PostgresStore::open(cluster.conninfo(), {.table = "alone"});
+      FAIL("a second store opened an exclusive store's table");
     } catch (const sg::StoreError& e) {
       CHECK(e.code() == "store.locked");
+      CHECK(std::string(e.what()).find("alone") != std::string::npos);
     }
   }
   auto store = sg::PostgresStore::open(cluster.conninfo());

@@ -5,6 +5,7 @@
 
 #include <stategraph/core/checkpointer.hpp>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -51,7 +52,8 @@ class KvCheckpointer : public Checkpointer {
                        const std::string& task_path = {}) override;
   /// Checkpointer::get_tuple. Throws CheckpointError naming the thread and checkpoint.
   std::optional<CheckpointTuple> get_tuple(const CheckpointConfig& config) override;
-  /// Checkpointer::latest_checkpoint_id, from memory after the first call per namespace.
+  /// Checkpointer::latest_checkpoint_id, from memory after the first call per namespace (from
+  /// storage each time when other processes share it).
   std::optional<std::string> latest_checkpoint_id(const std::string& thread_id,
                                                   const std::string& checkpoint_ns) override;
   /// Checkpointer::list, newest first. Throws CheckpointError.
@@ -68,6 +70,13 @@ class KvCheckpointer : public Checkpointer {
   /// The namespaces of a thread with at least one checkpoint, sorted. Throws CheckpointError.
   [[nodiscard]] std::vector<std::string> namespaces(const std::string& thread_id);
 
+  /// On storage that processes share (PostgresSaver): from now on this object's writes of
+  /// `thread_id` apply only while the thread's fence in storage holds `token` (a claimed run's;
+  /// the claim stored it, see fence_key()); a write after another token replaced it throws
+  /// CheckpointError "checkpoint.fenced" and changes nothing. An empty token stops checking. No
+  /// effect on storage one process owns. Thread-safe.
+  void fence(const std::string& thread_id, std::string token);
+
  private:
   friend class InMemorySaver;
   friend class RocksDbSaver;
@@ -75,6 +84,8 @@ class KvCheckpointer : public Checkpointer {
  protected:
   /// A checkpointer over `kv`, for savers on other backends (PostgresSaver).
   explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
+  /// The key space and key of the fence of `thread_id` (see fence()).
+  [[nodiscard]] static std::pair<std::uint8_t, std::string> fence_key(const std::string& thread_id);
 
  private:
   /// The state and the storage code (checkpoint/src/kv_saver_impl.hpp).

@@ -19,9 +19,9 @@
 namespace sg {
 
 /// A checkpoint could not be stored or read: a corrupt or unknown record, a database in use by
-/// another process, an I/O failure, or a bad argument. The message names the thread and the
-/// checkpoint. Codes "checkpoint.corrupt", "checkpoint.io", "checkpoint.locked",
-/// "checkpoint.invalid".
+/// another process, an I/O failure, a bad argument, or a write of a run another worker took over.
+/// The message names the thread and the checkpoint. Codes "checkpoint.corrupt", "checkpoint.io",
+/// "checkpoint.locked", "checkpoint.invalid", "checkpoint.fenced".
 class CheckpointError : public Error {
  public:
   CheckpointError(std::string_view code, const std::string& message) : Error(code, message) {}
@@ -32,6 +32,7 @@ inline constexpr std::string_view kCheckpointCorrupt = "checkpoint.corrupt";
 inline constexpr std::string_view kCheckpointIo = "checkpoint.io";
 inline constexpr std::string_view kCheckpointLocked = "checkpoint.locked";
 inline constexpr std::string_view kCheckpointInvalid = "checkpoint.invalid";
+inline constexpr std::string_view kCheckpointFenced = "checkpoint.fenced";
 }  // namespace errc
 
 /// Names a thread, a namespace in it ("" for the root graph) and optionally a checkpoint (empty:

@@ -11,26 +11,39 @@
 #include <mutex>
 #include <optional>
 #include <shared_mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace sg::detail {
 
-/// One operation of an atomic batch on key space `space`.
+/// One operation of an atomic batch on key space `space`. `expect` applies the batch only if
+/// `key` holds `value` when it commits (an empty value: the key is absent), and keeps others from
+/// changing the key until then; only shared backends (KvBackend::shared) take it.
 struct KvOp {
-  enum class Kind : std::uint8_t { put, erase, erase_range };
+  enum class Kind : std::uint8_t { put, erase, erase_range, expect };
   Kind kind = Kind::put;
   std::uint8_t space = 0;
   std::string key;
   std::string value;  // the value for put; the exclusive end key for erase_range
 };
 
+/// Thrown by KvBackend::write when an `expect` operation failed: another writer changed the key
+/// (nothing of the batch was applied).
+class KvConflict : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
 /// An ordered key-value store with numbered key spaces and atomic batches. Errors are the
-/// owner's exceptions (CheckpointError, StoreError). Thread-safe.
+/// owner's exceptions (CheckpointError, StoreError), and KvConflict. Thread-safe.
 class KvBackend {
  public:
   virtual ~KvBackend() = default;
+  /// Whether other processes write the same data at once (Postgres): then what a process caches
+  /// of it must be checked with `expect` operations.
+  [[nodiscard]] virtual bool shared() const noexcept { return false; }
   /// The value of `key`, or nullopt.
   [[nodiscard]] virtual std::optional<std::string> get(std::uint8_t space,
                                                        std::string_view key) = 0;

@@ -11,15 +11,16 @@ namespace sg {
 
 /// A long-term memory store in PostgreSQL: KvStore's semantics (namespaces, typed filters, TTL,
 /// semantic search with an in-process index) over one table of (space, key, value) rows; each
-/// put is one transaction in one round trip. One store per table at a time (the semantic index
-/// lives in the process): it holds a Postgres session lock on its table while open.
+/// put is one transaction in one round trip. Processes may share a store without an index; a
+/// store with an IndexConfig (its vectors live in the process), or opened
+/// PostgresOptions::exclusive, holds a Postgres session lock on its table while open.
 /// Thread-safe.
 class PostgresStore final : public KvStore {
  public:
   /// Connects to `conninfo` and creates the table when missing (default "sg_store"). Throws
-  /// StoreError ("store.locked" when another store keeps the table open for 3 s, "store.io"
-  /// otherwise)
-  /// naming the failure, or Error ("argument.invalid") for a bad TTL or index configuration.
+  /// StoreError ("store.locked" when an exclusive store keeps the table open for 3 s,
+  /// "store.io" otherwise) naming the failure, or Error ("argument.invalid") for a bad TTL or index
+  /// configuration.
   [[nodiscard]] static std::shared_ptr<PostgresStore> open(
       const std::string& conninfo, PostgresOptions options = {}, TtlConfig ttl = {},
       std::optional<IndexConfig> index = std::nullopt);
