@@ -35,6 +35,7 @@ struct ServeArgs {
   int threads = 2;
   std::size_t workers = 8;
   bool allow_public = false;
+  double lease_seconds = 10;
 };
 
 /// Blocks SIGINT and SIGTERM in every thread started from now on; serve() waits for them.
@@ -61,12 +62,15 @@ void serve(const ServeArgs& args) {
   const bool postgres =
       args.db.rfind("postgresql://", 0) == 0 || args.db.rfind("postgres://", 0) == 0;
   if (!args.in_memory && postgres) {
-    // Tables sg_checkpoints, sg_store and sg_records; one server process per database for now.
+    // Tables sg_checkpoints, sg_store and sg_records, and the run queue (sg_run, sg_run_event)
+    // that every server process on the database shares.
     auto saver = PostgresSaver::open(args.db);
     options.checkpointer = saver;
     options.store = PostgresStore::open(args.db);
-    // The run queue is still per process: the records' lock keeps a second server out.
-    options.records = PostgresStore::open(args.db, {.table = "sg_records", .exclusive = true});
+    options.records = PostgresStore::open(args.db, {.table = "sg_records"});
+    options.cluster.conninfo = args.db;
+    options.cluster.lease = std::chrono::milliseconds(
+        std::max<std::int64_t>(1, static_cast<std::int64_t>(args.lease_seconds * 1000)));
     where = "in PostgreSQL";  // not the URL: it may hold a password
   } else if (!args.in_memory) {
     std::filesystem::create_directories(args.db);
@@ -134,6 +138,11 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--workers", args->workers, "Threads that run graphs")->capture_default_str();
   cmd->add_flag("--allow-public", args->allow_public,
                 "Bind a non-loopback address without an API key");
+  cmd->add_option("--run-lease", args->lease_seconds,
+                  "With PostgreSQL: seconds a worker holds a run without renewing it before "
+                  "another server process takes it over")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "
       "every request.\nEndpoints: docs/server.md.");

@@ -177,10 +177,21 @@ ApiResponse paged_response(std::vector<json> items, const SearchPage& page,
 // ---- RunChannel --------------------------------------------------------------------------------
 
 void RunChannel::publish(std::string mode, std::string name, const json& data) {
+  publish_text({std::move(mode), std::move(name),
+                data.dump(-1, ' ', false, json::error_handler_t::replace)});
+}
+
+void RunChannel::publish_text(Event event) {
   std::unique_lock lock(mu_);
-  events_.push_back({std::move(mode), std::move(name),
-                     data.dump(-1, ' ', false, json::error_handler_t::replace)});
+  events_.push_back(std::move(event));
+  if (sink_) sink_(events_.back());  // in order: under the lock
   wake(lock);
+}
+
+void RunChannel::forward_to(std::function<void(const Event&)> sink) {
+  std::lock_guard lock(mu_);
+  sink_ = std::move(sink);
+  forwarding_ = static_cast<bool>(sink_);
 }
 
 void RunChannel::finish(const json& result) {
@@ -340,12 +351,13 @@ json body_object(const ApiRequest& request) {
 }
 
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
-         std::shared_ptr<Store> store, std::size_t run_workers)
+         std::shared_ptr<Store> store, std::size_t run_workers, const ClusterOptions* cluster)
     : graphs_(std::move(graphs)),
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
-      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), run_workers)) {}
+      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), run_workers,
+                                         cluster)) {}
 
 Api::~Api() {
   shutdown();

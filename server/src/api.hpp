@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -125,6 +126,11 @@ class RunChannel {
 
   /// Appends an event and wakes the waiting subscribers.
   void publish(std::string mode, std::string name, const nlohmann::json& data);
+  /// Appends an event whose data is already JSON text (an event another process published).
+  void publish_text(Event event);
+  /// Passes every event published from now on to `sink` too (on the publishing thread), and
+  /// counts as a reader (wanted()): a stream in another process reads the run.
+  void forward_to(std::function<void(const Event&)> sink);
   /// Ends the run: `result` is the body of wait and join. Wakes the waiting subscribers.
   void finish(const nlohmann::json& result);
   /// Copies the events from index `from` on into `out`. When there are none and the run has not
@@ -142,7 +148,7 @@ class RunChannel {
   /// the events published after it joined). Thread-safe.
   [[nodiscard]] std::shared_ptr<void> listen();
   /// Whether a stream reader is registered (the run's events are wanted). Thread-safe.
-  [[nodiscard]] bool wanted() const noexcept { return listeners_.load() > 0; }
+  [[nodiscard]] bool wanted() const noexcept { return listeners_.load() > 0 || forwarding_.load(); }
 
  private:
   void wake(std::unique_lock<std::mutex>& lock);
@@ -152,7 +158,9 @@ class RunChannel {
   bool done_ = false;
   std::string result_;
   std::vector<std::function<void()>> waiters_;
+  std::function<void(const Event&)> sink_;
   std::atomic<int> listeners_{0};
+  std::atomic<bool> forwarding_{false};
 };
 
 /// A response that follows a run: the network side writes it as the run goes.
@@ -203,6 +211,11 @@ class ThreadRegistry {
   [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
   /// Every record (for the start-up sweep).
   [[nodiscard]] std::vector<nlohmann::json> all() const;
+  /// Runs shared with other processes (a cluster): whether a thread is busy comes from `busy`
+  /// (one thread) and `busy_all` (the busy ones), not from this process's runs. Call before
+  /// serving.
+  void share_busy(std::function<bool(const std::string&)> busy,
+                  std::function<std::set<std::string>()> busy_all);
 
  private:
   [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
@@ -211,6 +224,8 @@ class ThreadRegistry {
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json, std::less<>> busy_;  // the busy threads' records
+  std::function<bool(const std::string&)> shared_busy_;      // a cluster's (share_busy)
+  std::function<std::set<std::string>()> shared_busy_all_;
 };
 
 /// A registered graph and its system assistant.
@@ -273,9 +288,10 @@ class RunManager;
 /// The API over the registered graphs. Thread-safe.
 class Api {
  public:
-  /// `records` keeps threads and runs; `store` serves /store; runs use `run_workers` threads.
+  /// `records` keeps threads and runs; `store` serves /store; runs use `run_workers` threads,
+  /// queued in PostgreSQL for many processes when `cluster` is given.
   Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
-      std::size_t run_workers);
+      std::size_t run_workers, const ClusterOptions* cluster = nullptr);
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -315,8 +331,10 @@ class Api {
 /// that run graphs, and the run records. Thread-safe.
 class RunManager {
  public:
+  /// `cluster`: when set, runs are queued in PostgreSQL for every server process on the
+  /// database (cluster.hpp); otherwise in this process.
   RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
-             std::size_t workers);
+             std::size_t workers, const ClusterOptions* cluster = nullptr);
   ~RunManager();
   RunManager(const RunManager&) = delete;
   RunManager& operator=(const RunManager&) = delete;
@@ -352,11 +370,16 @@ class RunManager {
  private:
   struct Run;
   struct State;
+  struct Cluster;
+  friend struct Cluster;
   void start_next(const std::string& thread_id);
   void execute(const std::shared_ptr<Run>& run);
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;
+  /// Keeps the channel of a resumable run that ended, for a stream that resumes it (the last
+  /// State::kEndedResumable). Caller holds state_->mu.
+  void keep_ended_resumable(const Run& run);
   /// The run records of a thread (every one).
   [[nodiscard]] std::vector<SearchItem> run_records(const std::string& thread_id) const;
   void remove_run_records(const std::string& thread_id) const;
@@ -365,6 +388,7 @@ class RunManager {
   ThreadRegistry& threads_;
   std::shared_ptr<Store> records_;
   std::unique_ptr<State> state_;
+  std::unique_ptr<Cluster> cluster_;
 };
 
 // What the server keeps in its record store (ServerOptions::records), one namespace each:

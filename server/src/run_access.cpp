@@ -8,6 +8,7 @@
 #include <limits>
 
 #include "api.hpp"
+#include "cluster.hpp"
 #include "runs_state.hpp"
 
 namespace sg::server {
@@ -29,7 +30,19 @@ ApiResponse ended_stream() {
 
 }  // namespace
 
+std::optional<std::size_t> resume_position(const ApiRequest& request, RunFollow::Kind kind) {
+  if (kind != RunFollow::Kind::stream || request.last_event_id.empty()) return std::nullopt;
+  const std::string& id = request.last_event_id;
+  std::int64_t last = 0;
+  const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), last);
+  if (ec != std::errc() || end != id.data() + id.size() || last < -1) {
+    throw ApiError{422, fmt::format("Last-Event-ID '{}' is not an event id of this server", id)};
+  }
+  return static_cast<std::size_t>(last + 1);
+}
+
 ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& request) const {
+  if (cluster_) return cluster_->list(thread_id, request);
   (void)threads_.require(thread_id);
   std::int64_t limit = 10;
   std::int64_t offset = 0;
@@ -70,6 +83,7 @@ ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& req
 }
 
 ApiResponse RunManager::get(const std::string& thread_id, const std::string& run_id) const {
+  if (cluster_) return cluster_->get(thread_id, run_id);
   (void)threads_.require(thread_id);
   {
     std::lock_guard lock(state_->mu);
@@ -85,17 +99,9 @@ ApiResponse RunManager::get(const std::string& thread_id, const std::string& run
 
 ApiResponse RunManager::join(const std::string& thread_id, const std::string& run_id,
                              const ApiRequest& request, RunFollow::Kind kind) const {
+  if (cluster_) return cluster_->join(thread_id, run_id, request, kind);
   const json thread = threads_.require(thread_id);
-  std::optional<std::size_t> resume_from;  // Last-Event-ID + 1
-  if (kind == RunFollow::Kind::stream && !request.last_event_id.empty()) {
-    const std::string& id = request.last_event_id;
-    std::int64_t last = 0;
-    const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), last);
-    if (ec != std::errc() || end != id.data() + id.size() || last < -1) {
-      throw ApiError{422, fmt::format("Last-Event-ID '{}' is not an event id of this server", id)};
-    }
-    resume_from = static_cast<std::size_t>(last + 1);
-  }
+  const std::optional<std::size_t> resume_from = resume_position(request, kind);
   std::shared_ptr<Run> run;             // the run, while it is active
   std::shared_ptr<RunChannel> channel;  // its events: of the active run, or of an ended
   bool replayable = false;              // resumable one a stream resumes from an event id
@@ -149,6 +155,7 @@ ApiResponse RunManager::join(const std::string& thread_id, const std::string& ru
 }
 
 ApiResponse RunManager::join_thread(const std::string& thread_id, const ApiRequest& request) const {
+  if (cluster_) return cluster_->join_thread(thread_id, request);
   (void)threads_.require(thread_id);
   std::string run_id;
   {
@@ -164,6 +171,7 @@ ApiResponse RunManager::join_thread(const std::string& thread_id, const ApiReque
 
 ApiResponse RunManager::cancel(const std::string& thread_id, const std::string& run_id,
                                const ApiRequest& request) {
+  if (cluster_) return cluster_->cancel(thread_id, run_id, request);
   (void)threads_.require(thread_id);
   std::string action = "interrupt";
   if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
@@ -202,6 +210,7 @@ ApiResponse RunManager::cancel(const std::string& thread_id, const std::string& 
 }
 
 ApiResponse RunManager::cancel_many(const ApiRequest& request) {
+  if (cluster_) return cluster_->cancel_many(request);
   const json body = body_object(request);
   std::string action = "interrupt";
   if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
@@ -236,6 +245,7 @@ ApiResponse RunManager::cancel_many(const ApiRequest& request) {
 }
 
 ApiResponse RunManager::remove(const std::string& thread_id, const std::string& run_id) {
+  if (cluster_) return cluster_->remove(thread_id, run_id);
   (void)threads_.require(thread_id);
   {
     std::lock_guard lock(state_->mu);
@@ -253,6 +263,10 @@ ApiResponse RunManager::remove(const std::string& thread_id, const std::string& 
 }
 
 void RunManager::remove_thread(const std::string& thread_id) {
+  if (cluster_) {
+    cluster_->remove_thread(thread_id);
+    return;
+  }
   {
     std::lock_guard lock(state_->mu);
     if (const auto it = state_->queues.find(thread_id);

@@ -20,6 +20,7 @@
 #include <map>
 
 #include "api.hpp"
+#include "cluster.hpp"
 #include "run_events.hpp"
 #include "runs_state.hpp"
 
@@ -80,13 +81,18 @@ std::string one_of(const json& body, const char* name, std::initializer_list<con
 }  // namespace
 
 RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
-                       std::size_t workers)
+                       std::size_t workers, const ClusterOptions* cluster)
     : api_(api),
       threads_(threads),
       records_(std::move(records)),
       state_(std::make_unique<State>(workers)) {
-  // Runs do not survive the process: the runs a crash left unfinished are marked as failed, and
-  // their threads are idle again.
+  if (cluster != nullptr) {
+    // The queue is in the database: the runs of a process that died are swept back into it.
+    cluster_ = std::make_unique<Cluster>(*this, *cluster);
+    return;
+  }
+  // Runs do not survive this process: the runs a crash left unfinished are marked as failed,
+  // and their threads are idle again.
   for (const auto& marker : all_records(*records_, active_runs_namespace())) {
     const std::string thread_id = marker.item.value.value("thread_id", std::string());
     if (auto item = records_->get(runs_namespace(thread_id), marker.item.key)) {
@@ -108,10 +114,16 @@ RunManager::~RunManager() {
 }
 
 void RunManager::shutdown() {
+  {
+    std::unique_lock lock(state_->mu);
+    state_->stopping = true;
+    for (auto& [id, run] : state_->active) run->token.cancel();
+  }
+  if (cluster_) cluster_->stop_runs();
   std::unique_lock lock(state_->mu);
-  state_->stopping = true;
-  for (auto& [id, run] : state_->active) run->token.cancel();
   state_->drained.wait(lock, [&] { return state_->executing == 0; });
+  lock.unlock();
+  if (cluster_) cluster_->shutdown();
 }
 
 std::vector<SearchItem> RunManager::run_records(const std::string& thread_id) const {
@@ -124,11 +136,21 @@ void RunManager::remove_run_records(const std::string& thread_id) const {
   }
 }
 
+void RunManager::keep_ended_resumable(const Run& run) {
+  state_->ended_resumable[run.run_id] = run.channel;
+  state_->ended_resumable_order.push_back(run.run_id);
+  if (state_->ended_resumable_order.size() > State::kEndedResumable) {
+    state_->ended_resumable.erase(state_->ended_resumable_order.front());
+    state_->ended_resumable_order.pop_front();
+  }
+}
+
 void RunManager::save(const Run& run) const {
   records_->put(runs_namespace(run.thread_id), run.run_id, run.record);
 }
 
 bool RunManager::busy(const std::string& thread_id) const {
+  if (cluster_) return cluster_->busy(thread_id);
   std::lock_guard lock(state_->mu);
   const auto it = state_->queues.find(thread_id);
   return it != state_->queues.end() && !it->second.empty();
@@ -160,6 +182,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     run->resumable = it->get<bool>() && !stateless;
   }
   if (run->resumable) run->keep_events = run->channel->listen();
+  run->streamed = kind == RunFollow::Kind::stream;
   run->input = body.value("input", json());
   run->command = body.value("command", json());
   if (!run->command.is_null() && !run->command.is_object()) {
@@ -280,7 +303,15 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   bool start_now = false;
   json created_record;
   std::vector<std::shared_ptr<Run>> dropped;  // pending runs cancelled by this one
-  {
+  if (cluster_) {
+    {
+      std::lock_guard lock(state_->mu);
+      if (state_->stopping) throw ApiError{503, "the server is stopping"};
+    }
+    created_record = run->record;  // the worker changes run->record from now on
+    threads_.set_status(thread_id, "busy", graph_metadata);  // its metadata
+    cluster_->enqueue(run, multitask);
+  } else {
     std::lock_guard lock(state_->mu);
     if (state_->stopping) throw ApiError{503, "the server is stopping"};
     auto& queue = state_->queues[thread_id];
@@ -428,6 +459,10 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
 
 void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status,
                         const json& result) {
+  if (cluster_) {
+    cluster_->finish(run, status, result);
+    return;
+  }
   std::shared_ptr<Run> next;
   bool was_running = false;
   bool delete_thread = false;
@@ -447,14 +482,7 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
     }
     state_->active.erase(run->run_id);
     records_->remove(active_runs_namespace(), run->run_id);
-    if (run->resumable) {
-      state_->ended_resumable[run->run_id] = run->channel;
-      state_->ended_resumable_order.push_back(run->run_id);
-      if (state_->ended_resumable_order.size() > State::kEndedResumable) {
-        state_->ended_resumable.erase(state_->ended_resumable_order.front());
-        state_->ended_resumable_order.pop_front();
-      }
-    }
+    if (run->resumable) keep_ended_resumable(*run);
     if (status.empty()) {
       records_->remove(runs_namespace(run->thread_id), run->run_id);
     } else {

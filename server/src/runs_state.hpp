@@ -26,9 +26,11 @@ struct RunManager::Run {
   std::vector<std::string> modes;
   bool cancel_on_disconnect = false;
   bool resumable = false;  // stream_resumable: every event is kept for a join with Last-Event-ID
+  bool streamed = false;   // created by a stream request (a cluster forwards its events)
   CancellationToken token = CancellationToken::create();
   std::shared_ptr<RunChannel> channel = std::make_shared<RunChannel>();
   std::shared_ptr<void> keep_events;  // a resumable run's own listener registration
+  int attempt = 1;                    // the cluster's attempt (a re-queued run's next is 2, ...)
   // Guarded by State::mu:
   bool running = false;       // handed to a worker (it is the thread's active run)
   std::string cancel_action;  // "", "interrupt" or "rollback"
@@ -49,5 +51,10 @@ struct RunManager::State {
   std::deque<std::string> ended_resumable_order;
   ThreadPool pool;
 };
+
+/// The position a resumed stream continues from: its Last-Event-ID + 1 (nullopt: not a resumed
+/// stream). Throws ApiError 422 for an id this server never sent.
+[[nodiscard]] std::optional<std::size_t> resume_position(const ApiRequest& request,
+                                                         RunFollow::Kind kind);
 
 }  // namespace sg::server

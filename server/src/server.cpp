@@ -421,8 +421,9 @@ void Server::start() {
   std::vector<server::GraphEntry> bound = impl_->graphs;
   try {
     for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
-    impl_->api = std::make_unique<server::Api>(std::move(bound), options.records, options.store,
-                                               options.run_workers);
+    impl_->api = std::make_unique<server::Api>(
+        std::move(bound), options.records, options.store, options.run_workers,
+        options.cluster.conninfo.empty() ? nullptr : &options.cluster);
   } catch (...) {
     acceptor.close();
     throw;

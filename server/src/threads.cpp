@@ -107,7 +107,15 @@ std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id) co
     return std::optional<json>(busy->second);
   auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
+  if (shared_busy_ && shared_busy_(thread_id)) item->value["status"] = "busy";
   return std::move(item->value);
+}
+
+void ThreadRegistry::share_busy(std::function<bool(const std::string&)> busy,
+                                std::function<std::set<std::string>()> busy_all) {
+  std::lock_guard lock(mu_);
+  shared_busy_ = std::move(busy);
+  shared_busy_all_ = std::move(busy_all);
 }
 
 std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
@@ -194,9 +202,10 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
   (*thread)["status"] = status;
   (*thread)["updated_at"] = iso_timestamp_now();
   if (status == "busy") {
-    // The metadata (a first run's graph_id) must survive a crash; the status need not.
+    // The metadata (a first run's graph_id) must survive a crash; the status need not (and in
+    // a cluster it comes from the run queue).
     if (metadata_changed) records_->put(threads_namespace(), thread_id, *thread);
-    busy_.insert_or_assign(thread_id, *std::move(thread));
+    if (!shared_busy_) busy_.insert_or_assign(thread_id, *std::move(thread));
     return;
   }
   busy_.erase(thread_id);
@@ -214,9 +223,12 @@ bool ThreadRegistry::remove_record(const std::string& thread_id) {
 std::vector<json> ThreadRegistry::all() const {
   std::vector<json> out;
   std::lock_guard lock(mu_);
+  const std::set<std::string> shared_busy =
+      shared_busy_all_ ? shared_busy_all_() : std::set<std::string>();
   for (auto& hit : all_records(*records_, threads_namespace())) {
     const auto busy = busy_.find(hit.item.key);
     out.push_back(busy != busy_.end() ? busy->second : std::move(hit.item.value));
+    if (shared_busy.contains(hit.item.key)) out.back()["status"] = "busy";
   }
   return out;
 }

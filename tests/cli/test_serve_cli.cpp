@@ -1,5 +1,7 @@
 // `stategraph serve` as a process: it serves the built-in graphs, keeps threads in RocksDB
-// across a restart (and across a SIGKILL mid-run), stops on SIGTERM, and enforces its API key.
+// across a restart (and across a SIGKILL mid-run), stops on SIGTERM, and enforces its API key. On
+// PostgreSQL, processes share the runs: a killed worker's run is finished by another, a paused
+// one is fenced out, a database restart is survived.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -7,6 +9,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <regex>
+#include <set>
 #include <thread>
 
 #include "support/http_client.hpp"
@@ -142,16 +145,145 @@ TEST_CASE("stategraph serve: threads resume from RocksDB after a restart and aft
   check_restarts(dir.sub("server"));
 }
 
-TEST_CASE("stategraph serve: threads resume from PostgreSQL after a restart and after SIGKILL") {
+namespace {
+
+/// Waits up to `seconds` for `done()`; returns whether it came.
+template <typename Done>
+bool eventually(Done&& done, int seconds = 30) {
+  for (int i = 0; i < seconds * 50; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+/// Starts a run of `text` on `thread_id` through `serve` and waits until its input is
+/// checkpointed and echo is due (the run is then running, in the process that claimed it).
+std::string start_slow_run(const ServeProcess& serve, const std::string& thread_id,
+                           const std::string& text) {
+  const auto run = serve.post("/threads/" + thread_id + "/runs",
+                              {{"assistant_id", "agent"}, {"input", human(text)}});
+  REQUIRE(run.status == 200);
+  const std::string run_id = json::parse(run.body)["run_id"];
+  REQUIRE(eventually([&] {
+    const auto state = json::parse(serve.get("/threads/" + thread_id + "/state").body);
+    return state["next"] == json::array({"echo"}) && contents(state["values"]).back() == text;
+  }));
+  return run_id;
+}
+
+std::string run_status(const ServeProcess& serve, const std::string& thread_id,
+                       const std::string& run_id) {
+  const auto got = serve.get("/threads/" + thread_id + "/runs/" + run_id);
+  return got.status == 200 ? json::parse(got.body).value("status", "")
+                           : "http " + std::to_string(got.status);
+}
+
+/// The checkpoints' steps, each once: no superstep was committed twice.
+void check_steps_once(const ServeProcess& serve, const std::string& thread_id) {
+  const auto history =
+      json::parse(serve.post("/threads/" + thread_id + "/history", {{"limit", 1000}}).body);
+  std::set<std::int64_t> steps;
+  for (const auto& checkpoint : history) {
+    const std::int64_t step = checkpoint["metadata"]["step"];
+    CHECK_MESSAGE(steps.insert(step).second, "step " << step << " was committed twice");
+  }
+}
+
+std::string new_thread(const ServeProcess& serve) {
+  const auto created = serve.post("/threads", json::object());
+  REQUIRE(created.status == 200);
+  return json::parse(created.body)["thread_id"];
+}
+
+}  // namespace
+
+TEST_CASE(
+    "stategraph serve on PostgreSQL: data survives a restart, a killed worker's run is "
+    "finished by another process") {
   SG_REQUIRE_POSTGRES();
   sg::test::PostgresCluster cluster;
-  check_restarts(cluster.url());
-  // One server process per database for now: a second one is refused with the reason.
-  ServeProcess first({"--db", cluster.url()});
-  const auto second =
-      sg::test::run_process(SG_CLI_PATH, {"serve", "--port", "0", "--db", cluster.url()});
-  CHECK(second.exit_code != 0);
-  CHECK(second.err.find("in use") != std::string::npos);
+  const std::vector<std::string> args = {"--db", cluster.url(), "--run-lease", "1"};
+  std::string thread_id;
+  {
+    ServeProcess serve(args);
+    thread_id = new_thread(serve);
+    const auto waited = serve.post("/threads/" + thread_id + "/runs/wait",
+                                   {{"assistant_id", "agent"}, {"input", human("hello")}});
+    CHECK(contents(json::parse(waited.body)) == std::vector<std::string>{"hello", "echo: hello"});
+    serve.process().signal(SIGTERM);
+    CHECK(serve.process().wait() == 0);
+  }
+  ServeProcess a(args);
+  ServeProcess b(args);
+  CHECK(json::parse(b.get("/threads/" + thread_id).body)["status"] == "idle");
+  // a claims the run it creates (the thread is free), then dies mid-run: b's sweeper sees the
+  // lease run out and b continues the run from its last checkpoint.
+  const std::string run_id = start_slow_run(a, thread_id, "sleep:1500");
+  CHECK(json::parse(b.get("/threads/" + thread_id).body)["status"] == "busy");
+  a.process().signal(SIGKILL);
+  CHECK(a.process().wait() == 128 + SIGKILL);
+  CHECK(eventually([&] { return run_status(b, thread_id, run_id) == "success"; }));
+  const auto thread = json::parse(b.get("/threads/" + thread_id).body);
+  CHECK(thread["status"] == "idle");
+  CHECK(contents(thread["values"]) ==
+        std::vector<std::string>{"hello", "echo: hello", "sleep:1500", "echo: sleep:1500"});
+  check_steps_once(b, thread_id);
+  // The other process serves on as before.
+  const auto waited = b.post("/threads/" + thread_id + "/runs/wait",
+                             {{"assistant_id", "agent"}, {"input", human("after")}});
+  CHECK(contents(json::parse(waited.body)).back() == "echo: after");
+}
+
+TEST_CASE("stategraph serve on PostgreSQL: a paused worker past its lease is fenced out") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  const std::vector<std::string> args = {"--db", cluster.url(), "--run-lease", "1"};
+  ServeProcess a(args);
+  ServeProcess b(args);
+  const std::string thread_id = new_thread(a);
+  const std::string run_id = start_slow_run(a, thread_id, "sleep:2000");
+  a.process().signal(SIGSTOP);
+  // b takes the run over once a's lease ran out, and finishes it.
+  CHECK(eventually([&] { return run_status(b, thread_id, run_id) == "success"; }));
+  const auto history_before =
+      json::parse(b.post("/threads/" + thread_id + "/history", {{"limit", 1000}}).body);
+  const auto values_before = json::parse(b.get("/threads/" + thread_id + "/state").body)["values"];
+  a.process().signal(SIGCONT);
+  // a wakes with the run still "its own" in memory: its writes are refused (the fence), its end
+  // of the run changes nothing.
+  std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  CHECK(a.get("/ok").status == 200);
+  const auto history_after =
+      json::parse(b.post("/threads/" + thread_id + "/history", {{"limit", 1000}}).body);
+  CHECK(history_after.size() == history_before.size());
+  CHECK(json::parse(b.get("/threads/" + thread_id + "/state").body)["values"] == values_before);
+  CHECK(run_status(b, thread_id, run_id) == "success");
+  CHECK(contents(values_before) == std::vector<std::string>{"sleep:2000", "echo: sleep:2000"});
+  check_steps_once(b, thread_id);
+}
+
+TEST_CASE(
+    "stategraph serve on PostgreSQL: a database restart mid-run, the run retries and "
+    "finishes") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  ServeProcess serve({"--db", cluster.url(), "--run-lease", "2"});
+  const std::string thread_id = new_thread(serve);
+  const std::string run_id = start_slow_run(serve, thread_id, "sleep:1000");
+  cluster.stop();
+  cluster.start();
+  CHECK(eventually([&] {
+    const auto got = serve.get("/threads/" + thread_id + "/runs/" + run_id);
+    return got.status == 200 && json::parse(got.body)["status"] == "success";
+  }));
+  const auto thread = json::parse(serve.get("/threads/" + thread_id).body);
+  CHECK(thread["status"] == "idle");
+  CHECK(contents(thread["values"]) == std::vector<std::string>{"sleep:1000", "echo: sleep:1000"});
+  check_steps_once(serve, thread_id);
+  const auto waited = serve.post("/threads/" + thread_id + "/runs/wait",  // the pool recovered
+                                 {{"assistant_id", "agent"}, {"input", human("after")}});
+  CHECK(contents(json::parse(waited.body)).back() == "echo: after");
 }
 
 TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address needs one") {

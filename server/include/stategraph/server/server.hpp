@@ -26,6 +26,19 @@
 namespace sg {
 
 /// Settings of a Server.
+/// Runs of many server processes on one PostgreSQL database (ServerOptions::cluster): one queue
+/// of runs in the database (tables sg_run and sg_run_event), claimed by any process with a free
+/// worker; one running run per thread across all of them (docs/scale-out.md).
+struct ClusterOptions {
+  /// The libpq connection string of the database; empty: runs stay in this process.
+  std::string conninfo{};
+  /// A running run's lease: a worker that has not renewed it for this long (dead, paused, cut
+  /// off) loses the run, which another process continues from its last checkpoint.
+  std::chrono::milliseconds lease{std::chrono::seconds(10)};
+  /// Attempts of a run before the sweeper marks it failed.
+  int max_attempts = 3;
+};
+
 struct ServerOptions {
   /// The address to bind. Anything but a loopback address needs `api_key` (or
   /// `allow_public_without_key`).
@@ -56,6 +69,10 @@ struct ServerOptions {
   /// Where the server keeps its records of threads and runs; null: an InMemoryStore. A
   /// RocksDbStore keeps them across restarts (with a RocksDbSaver as the checkpointer).
   std::shared_ptr<Store> records{};
+  /// Share the runs with other server processes through PostgreSQL (ClusterOptions::conninfo
+  /// set). Then `records`, `checkpointer` and `store` should be Postgres ones on the same
+  /// database (PostgresSaver fences a worker that lost its run).
+  ClusterOptions cluster{};
 };
 
 /// The HTTP server. add_graph() before start(); start() and stop() from one thread; port() and

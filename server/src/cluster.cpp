@@ -1,0 +1,936 @@
+// RunManager's runs in PostgreSQL for many server processes (cluster.hpp). Every change of a
+// run's status is one statement or function in the database, so that two processes never
+// disagree: sg_run_create (multitask strategies under a per-thread advisory lock), the claim
+// (SKIP LOCKED; a partial unique index keeps one running run per thread), the fenced finish
+// (only the attempt that holds the run ends it), the sweeper and sg_run_cancel.
+#include "cluster.hpp"
+
+#include <stategraph/core/error.hpp>
+#include <stategraph/core/time.hpp>
+#include <stategraph/core/uuid.hpp>
+#include <stategraph/postgres/postgres_saver.hpp>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+
+namespace sg::server {
+
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+/// The advisory lock that serializes the cluster tables' creation among starting processes.
+constexpr std::int64_t kClusterSchemaLock = 0x73675f72756e73;  // "sg_runs"
+
+constexpr const char* kSchema[] = {
+    "CREATE TABLE IF NOT EXISTS sg_run (run_id text PRIMARY KEY, thread_id text NOT NULL, "
+    "seq bigserial NOT NULL, status text NOT NULL, record jsonb NOT NULL, spec jsonb NOT NULL, "
+    "attempt int NOT NULL DEFAULT 0, worker text, lease_until timestamptz, cancel text, "
+    "result jsonb)",
+    // One running run per thread, whatever the processes do.
+    "CREATE UNIQUE INDEX IF NOT EXISTS sg_run_one_running ON sg_run (thread_id) "
+    "WHERE status = 'running'",
+    "CREATE INDEX IF NOT EXISTS sg_run_pending ON sg_run (seq) WHERE status = 'pending'",
+    "CREATE INDEX IF NOT EXISTS sg_run_thread ON sg_run (thread_id, seq)",
+    "CREATE TABLE IF NOT EXISTS sg_run_event (run_id text NOT NULL, seq int NOT NULL, "
+    "mode text NOT NULL, name text NOT NULL, data text NOT NULL, PRIMARY KEY (run_id, seq))",
+    // A new run and its thread's multitask strategy, serialized per thread: returns the busy
+    // run's id when `reject` refuses, else NULL.
+    "CREATE OR REPLACE FUNCTION sg_run_create(p_run text, p_thread text, p_strategy text, "
+    "p_record jsonb, p_spec jsonb, p_now text) RETURNS text LANGUAGE plpgsql AS $$ "
+    "DECLARE busy text; r record; "
+    "BEGIN "
+    "PERFORM pg_advisory_xact_lock(hashtextextended('sg_thread:' || p_thread, 0)); "
+    "SELECT run_id INTO busy FROM sg_run WHERE thread_id = p_thread "
+    "AND status IN ('pending', 'running') ORDER BY seq LIMIT 1; "
+    "IF busy IS NOT NULL AND p_strategy = 'reject' THEN RETURN busy; END IF; "
+    "IF busy IS NOT NULL AND p_strategy IN ('interrupt', 'rollback') THEN "
+    "  FOR r IN SELECT run_id FROM sg_run WHERE thread_id = p_thread AND status = 'pending' LOOP "
+    "    PERFORM sg_run_end_pending(r.run_id, p_strategy, p_now); "
+    "  END LOOP; "
+    "  FOR r IN UPDATE sg_run SET cancel = p_strategy WHERE thread_id = p_thread "
+    "  AND status = 'running' RETURNING run_id LOOP "
+    "    PERFORM pg_notify('sg_cancel', r.run_id || ' ' || p_strategy); "
+    "  END LOOP; "
+    "END IF; "
+    "INSERT INTO sg_run (run_id, thread_id, status, record, spec) "
+    "VALUES (p_run, p_thread, 'pending', p_record, p_spec); "
+    "PERFORM pg_notify('sg_runs', p_thread); "
+    "RETURN NULL; "
+    "END $$",
+    // A pending run cancelled: interrupted, or deleted (rollback).
+    "CREATE OR REPLACE FUNCTION sg_run_end_pending(p_run text, p_action text, p_now text) "
+    "RETURNS void LANGUAGE plpgsql AS $$ BEGIN "
+    "IF p_action = 'rollback' THEN DELETE FROM sg_run WHERE run_id = p_run; "
+    "ELSE UPDATE sg_run SET status = 'interrupted', cancel = p_action, result = '{}', "
+    "record = record || jsonb_build_object('status', 'interrupted', 'updated_at', p_now) "
+    "WHERE run_id = p_run; END IF; "
+    "PERFORM pg_notify('sg_run_end', p_run); "
+    "END $$",
+    // POST .../cancel: returns the status the run had (NULL: no such active run).
+    "CREATE OR REPLACE FUNCTION sg_run_cancel(p_run text, p_thread text, p_action text, "
+    "p_now text) RETURNS text LANGUAGE plpgsql AS $$ DECLARE s text; BEGIN "
+    "UPDATE sg_run SET cancel = p_action WHERE run_id = p_run AND thread_id = p_thread "
+    "AND status IN ('pending', 'running') RETURNING status INTO s; "
+    "IF s = 'pending' THEN PERFORM sg_run_end_pending(p_run, p_action, p_now); "
+    "ELSIF s = 'running' THEN PERFORM pg_notify('sg_cancel', p_run || ' ' || p_action); "
+    "END IF; "
+    "RETURN s; END $$",
+};
+
+/// The claim: the oldest pending run (or run $2) whose thread has no running run and no older
+/// pending one; locked rows are skipped, the unique index refuses a second running run.
+constexpr const char* kClaim =
+    "WITH cand AS (SELECT r.run_id FROM sg_run r WHERE r.status = 'pending' "
+    "AND ($2::text = '' OR r.run_id = $2::text) "
+    "AND NOT EXISTS (SELECT 1 FROM sg_run o WHERE o.thread_id = r.thread_id "
+    "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
+    "ORDER BY r.seq LIMIT 1 FOR UPDATE SKIP LOCKED) "
+    "UPDATE sg_run r SET status = 'running', attempt = r.attempt + 1, worker = $1, "
+    "lease_until = clock_timestamp() + $3::bigint * interval '1 millisecond', "
+    "record = r.record || jsonb_build_object('status', 'running', 'updated_at', $4::text) "
+    "FROM cand WHERE r.run_id = cand.run_id "
+    "RETURNING r.run_id, r.thread_id, r.attempt, r.spec::text, coalesce(r.cancel, '')";
+
+std::string durability_name(const std::optional<Durability>& d) {
+  if (!d) return "";
+  switch (*d) {
+    case Durability::sync:
+      return "sync";
+    case Durability::async:
+      return "async";
+    case Durability::exit:
+      return "exit";
+  }
+  return "";
+}
+
+std::optional<Durability> durability_of(const std::string& name) {
+  if (name == "sync") return Durability::sync;
+  if (name == "async") return Durability::async;
+  if (name == "exit") return Durability::exit;
+  return std::nullopt;
+}
+
+std::string worker_name() {
+  char host[256] = {};
+  (void)gethostname(host, sizeof host - 1);
+  return fmt::format("{}:{}:{}", host, getpid(), new_uuid4().substr(0, 8));
+}
+
+bool ended(std::string_view status) {
+  return status != "pending" && status != "running";
+}
+
+}  // namespace
+
+template <typename Work>
+auto RunManager::Cluster::db(Work&& work) {
+  return pool_.with_retry(std::forward<Work>(work));
+}
+
+RunManager::Cluster::Cluster(RunManager& manager, const ClusterOptions& options)
+    : m_(manager), options_(options), worker_(worker_name()), pool_(options.conninfo, 4) {
+  db([&](pg::Connection& c) {
+    std::vector<pg::Statement> schema;
+    schema.push_back(
+        {"SELECT pg_advisory_xact_lock($1)", pg::Params().integer(kClusterSchemaLock)});
+    for (const char* sql : kSchema) schema.push_back({sql, {}});
+    (void)c.pipeline(schema);
+    return 0;
+  });
+  m_.threads_.share_busy([this](const std::string& thread_id) { return busy(thread_id); },
+                         [this] { return busy_threads(); });
+  thread_ = std::thread([this] { background(); });
+}
+
+RunManager::Cluster::~Cluster() {
+  shutdown();
+}
+
+json RunManager::Cluster::spec_of(const Run& run) const {
+  const RunConfig& c = run.config;
+  return {{"graph_id", run.graph->graph_id},
+          {"input", run.input},
+          {"command", run.command},
+          {"modes", run.modes},
+          {"stateless", run.stateless},
+          {"delete_thread_after", run.delete_thread_after},
+          {"resumable", run.resumable},
+          {"stream", run.streamed || run.resumable},
+          {"config",
+           {{"thread_id", c.thread_id},
+            {"checkpoint_id", c.checkpoint_id},
+            {"recursion_limit", c.recursion_limit},
+            {"durability", durability_name(c.durability)},
+            {"interrupt_before", c.interrupt_before},
+            {"interrupt_after", c.interrupt_after},
+            {"stream_subgraphs", c.stream_subgraphs},
+            {"configurable", c.configurable},
+            {"metadata", c.metadata},
+            {"context", c.context}}}};
+}
+
+std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& run_id,
+                                                             const std::string& thread_id,
+                                                             const json& spec) const {
+  auto run = std::make_shared<Run>();
+  run->run_id = run_id;
+  run->thread_id = thread_id;
+  run->graph = m_.api_.assistant(spec.at("graph_id").get<std::string>()).graph;
+  run->input = spec.value("input", json());
+  run->command = spec.value("command", json());
+  run->modes = spec.value("modes", std::vector<std::string>{"values"});
+  run->stateless = spec.value("stateless", false);
+  run->delete_thread_after = spec.value("delete_thread_after", false);
+  run->resumable = spec.value("resumable", false);
+  const json& c = spec.at("config");
+  RunConfig& config = run->config;
+  config.thread_id = c.value("thread_id", std::string());
+  config.checkpoint_id = c.value("checkpoint_id", std::string());
+  config.recursion_limit = c.value("recursion_limit", 25);
+  config.durability = durability_of(c.value("durability", std::string()));
+  config.interrupt_before = c.value("interrupt_before", std::vector<std::string>());
+  config.interrupt_after = c.value("interrupt_after", std::vector<std::string>());
+  config.stream_subgraphs = c.value("stream_subgraphs", false);
+  config.configurable = c.value("configurable", json::object());
+  config.metadata = c.value("metadata", json::object());
+  config.context = c.contains("context") ? c["context"] : json();
+  config.run_id = run_id;
+  config.cancellation = run->token;
+  return run;
+}
+
+void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::string& strategy) {
+  json spec = spec_of(*run);
+  {
+    std::lock_guard lock(mu_);
+    local_[run->run_id] = run;
+  }
+  const pg::Result result = [&] {
+    try {
+      return db([&](pg::Connection& c) {
+        return c.exec("SELECT sg_run_create($1, $2, $3, $4::jsonb, $5::jsonb, $6)",
+                      pg::Params()
+                          .text(run->run_id)
+                          .text(run->thread_id)
+                          .text(strategy)
+                          .text(run->record.dump())
+                          .text(spec.dump())
+                          .text(iso_timestamp_now()));
+      });
+    } catch (...) {
+      std::lock_guard lock(mu_);
+      local_.erase(run->run_id);
+      throw;
+    }
+  }();
+  if (!result.is_null(0, 0)) {
+    std::lock_guard lock(mu_);
+    local_.erase(run->run_id);
+    throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy reject)",
+                                    run->thread_id, result.get(0, 0))};
+  }
+  (void)claim(run->run_id);  // here, when its thread is free: its events stay in this process
+}
+
+bool RunManager::Cluster::claim(const std::string& run_id) {
+  {
+    std::lock_guard lock(m_.state_->mu);
+    if (m_.state_->stopping || m_.state_->executing >= m_.state_->pool.size()) return false;
+    ++m_.state_->executing;  // a worker, reserved
+  }
+  auto release_worker = [&] {
+    std::lock_guard lock(m_.state_->mu);
+    --m_.state_->executing;
+    m_.state_->drained.notify_all();
+  };
+  std::shared_ptr<Run> run;
+  std::string cancel;
+  bool forward = false;  // created elsewhere and streamed there
+  try {
+    const pg::Result row = db([&](pg::Connection& c) {
+      return c.exec(kClaim, pg::Params()
+                                .text(worker_)
+                                .text(run_id)
+                                .integer(options_.lease.count())
+                                .text(iso_timestamp_now()));
+    });
+    if (row.rows() == 0) {
+      release_worker();
+      return false;
+    }
+    const std::string id(row.get(0, 0));
+    const std::string thread_id(row.get(0, 1));
+    const int attempt = static_cast<int>(row.get_int(0, 2));
+    cancel = std::string(row.get(0, 4));
+    {
+      std::lock_guard lock(mu_);
+      if (auto it = local_.find(id); it != local_.end()) run = it->second;
+    }
+    if (!run) {
+      const json spec = json::parse(row.get(0, 3));
+      run = run_of(id, thread_id, spec);
+      forward = spec.value("stream", false);
+      std::lock_guard lock(mu_);
+      local_[id] = run;
+    }
+    run->attempt = attempt;
+    {
+      std::lock_guard lock(mu_);
+      executing_.insert(id);
+      if (cancel_early_.erase(id) > 0 && cancel.empty()) cancel = "interrupt";
+      followers_.erase(id);  // it is here now
+    }
+    set_fence(*run, fmt::format("{}:{}", id, attempt));
+    if (attempt > 1) {
+      // A run taken over from a worker that died continues from its last checkpoint when it
+      // made one; otherwise it starts again from its input.
+      if (const auto saver = run->graph->graph->checkpointer()) {
+        const auto latest = saver->get_tuple(CheckpointConfig{thread_id, "", ""});
+        if (latest && latest->metadata.value("run_id", std::string()) == id) {
+          run->input = nullptr;
+          run->command = nullptr;
+          run->config.checkpoint_id.clear();
+        }
+      }
+    }
+  } catch (const std::exception&) {
+    release_worker();
+    if (run) {
+      std::lock_guard lock(mu_);
+      executing_.erase(run->run_id);
+    }
+    return false;  // the sweeper gives the run back if the claim got through
+  }
+  if (!cancel.empty()) {
+    std::lock_guard lock(m_.state_->mu);
+    run->cancel_action = cancel;
+    run->token.cancel();
+  }
+  if (forward) forward_events(run);  // its creator streams it: the events go through the database
+  m_.state_->pool.post([this, run] { m_.execute(run); });
+  return true;
+}
+
+void RunManager::Cluster::claim_all() {
+  while (!stop_ && claim("")) {
+  }
+}
+
+void RunManager::Cluster::set_fence(const Run& run, const std::string& token) {
+  const auto saver = std::dynamic_pointer_cast<PostgresSaver>(run.graph->graph->checkpointer());
+  if (!saver) return;  // a graph whose checkpoints are not in the database: nothing to fence
+  if (!token.empty()) {
+    const pg::Statement statement = saver->fence_statement(run.thread_id, token);
+    db([&](pg::Connection& c) { return c.exec(statement.sql, statement.params); });
+  }
+  saver->fence(run.thread_id, token);
+}
+
+void RunManager::Cluster::forward_events(const std::shared_ptr<Run>& run) {
+  run->channel->forward_to([this, run_id = run->run_id](const RunChannel::Event& e) {
+    try {
+      db([&](pg::Connection& c) {
+        return c.pipeline(
+            {{"INSERT INTO sg_run_event SELECT $1, coalesce(max(seq) + 1, 0), $2, $3, $4 "
+              "FROM sg_run_event WHERE run_id = $1",
+              pg::Params().text(run_id).text(e.mode).text(e.name).text(e.data)},
+             {"SELECT pg_notify('sg_run_event', $1)", pg::Params().text(run_id)}});
+      });
+    } catch (const std::exception&) {
+      // A lost event costs a remote stream that event only; the run goes on.
+    }
+  });
+}
+
+void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_view status,
+                                 const json& result) {
+  const std::string now = iso_timestamp_now();
+  bool fenced = false;
+  bool idle = false;
+  bool stopping = false;
+  {
+    std::lock_guard lock(m_.state_->mu);
+    stopping = m_.state_->stopping && run->cancel_action.empty();
+  }
+  if (stopping) {
+    // The server stops, not the run: it goes back to the queue for another process.
+    try {
+      db([&](pg::Connection& c) {
+        return c.pipeline(
+            {{"UPDATE sg_run SET status = 'pending', worker = NULL, lease_until = NULL, "
+              "record = record || jsonb_build_object('status', 'pending') WHERE run_id = $1 "
+              "AND attempt = $2 AND worker = $3 AND status = 'running'",
+              pg::Params().text(run->run_id).integer(run->attempt).text(worker_)},
+             {"SELECT pg_notify('sg_runs', $1)", pg::Params().text(run->thread_id)}});
+      });
+    } catch (const std::exception&) {
+      // The sweeper re-queues it once its lease runs out.
+    }
+    fenced = true;
+  } else {
+    try {
+      const auto results = db([&](pg::Connection& c) {
+        pg::Params params;
+        params.text(run->run_id).integer(run->attempt).text(worker_);
+        std::vector<pg::Statement> statements;
+        if (status.empty()) {
+          statements.push_back(
+              {"DELETE FROM sg_run WHERE run_id = $1 AND attempt = $2 AND "
+               "worker = $3 AND status = 'running' RETURNING run_id",
+               params});
+        } else {
+          params.text(std::string(status)).text(result.dump()).text(now);
+          statements.push_back(
+              {"UPDATE sg_run SET status = $4, result = $5::jsonb, worker = NULL, "
+               "lease_until = NULL, record = record || jsonb_build_object('status', $4::text, "
+               "'updated_at', $6::text) WHERE run_id = $1 AND attempt = $2 AND worker = $3 AND "
+               "status = 'running' RETURNING run_id",
+               params});
+        }
+        statements.push_back(
+            {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND "
+             "status IN ('pending', 'running')",
+             pg::Params().text(run->thread_id)});
+        statements.push_back({"SELECT pg_notify('sg_run_end', $1), pg_notify('sg_runs', $2)",
+                              pg::Params().text(run->run_id).text(run->thread_id)});
+        return c.pipeline(statements);
+      });
+      fenced = results[0].rows() == 0;
+      idle = results[1].get_int(0, 0) == 0;
+    } catch (const std::exception&) {
+      fenced = true;  // unknown: the sweeper gives the run back, and its followers wait for it
+    }
+  }
+  try {
+    set_fence(*run, "");
+  } catch (const std::exception&) {
+  }
+  bool delete_thread = false;
+  {
+    std::lock_guard lock(mu_);
+    executing_.erase(run->run_id);
+    local_.erase(run->run_id);
+    if (fenced && !stopping) {
+      // Another worker has the run now (or will): followers here wait for its end.
+      followers_[run->run_id] = {run->channel, 0};
+    }
+  }
+  if (!fenced) {
+    if (idle) {
+      if (run->delete_thread_after) {
+        delete_thread = true;
+      } else {
+        const bool graph_interrupt = status == "interrupted" && !run->token.cancelled();
+        m_.threads_.set_status(run->thread_id, status == "error" ? "error"
+                                               : graph_interrupt ? "interrupted"
+                                                                 : "idle");
+      }
+    }
+    if (delete_thread) {
+      if (const auto saver = run->graph->graph->checkpointer()) {
+        try {
+          saver->delete_thread(run->thread_id);
+        } catch (const std::exception&) {
+          // A temporary thread left behind costs space only.
+        }
+      }
+      try {
+        remove_thread(run->thread_id);
+      } catch (const std::exception&) {
+      }
+      m_.threads_.remove_record(run->thread_id);
+    }
+    run->channel->finish(result);
+  }
+  {
+    std::lock_guard lock(m_.state_->mu);
+    if (!fenced && run->resumable) m_.keep_ended_resumable(*run);
+    --m_.state_->executing;
+    m_.state_->drained.notify_all();
+  }
+  if (fenced) catch_up(run->run_id);
+  claim_all();
+}
+
+void RunManager::Cluster::catch_up(const std::string& run_id) {
+  Follower follower;
+  {
+    std::lock_guard lock(mu_);
+    const auto it = followers_.find(run_id);
+    if (it == followers_.end()) return;
+    follower = it->second;
+  }
+  try {
+    const auto results = db([&](pg::Connection& c) {
+      return c.pipeline(
+          {{"SELECT seq, mode, name, data FROM sg_run_event WHERE run_id = $1 AND seq >= $2 "
+            "ORDER BY seq",
+            pg::Params().text(run_id).integer(follower.next_event)},
+           {"SELECT status, coalesce(result::text, '{}') FROM sg_run WHERE run_id = $1",
+            pg::Params().text(run_id)}},
+          /*atomic=*/false);
+    });
+    std::lock_guard lock(mu_);
+    const auto it = followers_.find(run_id);
+    if (it == followers_.end()) return;
+    const pg::Result& events = results[0];
+    for (int row = 0; row < events.rows(); ++row) {
+      it->second.channel->publish_text({std::string(events.get(row, 1)),
+                                        std::string(events.get(row, 2)),
+                                        std::string(events.get(row, 3))});
+      it->second.next_event = events.get_int(row, 0) + 1;
+    }
+    const pg::Result& state = results[1];
+    if (state.rows() == 0 || ended(state.get(0, 0))) {
+      it->second.channel->finish(state.rows() == 0 ? json::object() : json::parse(state.get(0, 1)));
+      followers_.erase(it);
+    }
+  } catch (const std::exception&) {
+    // Tried again at the next notification or poll.
+  }
+}
+
+std::shared_ptr<RunChannel> RunManager::Cluster::follow_remote(const std::string& run_id) {
+  std::int64_t next = 0;
+  const pg::Result last = db([&](pg::Connection& c) {
+    return c.exec("SELECT coalesce(max(seq) + 1, 0) FROM sg_run_event WHERE run_id = $1",
+                  pg::Params().text(run_id));
+  });
+  next = last.get_int(0, 0);
+  std::lock_guard lock(mu_);
+  auto& follower = followers_[run_id];
+  if (!follower.channel) follower = {std::make_shared<RunChannel>(), next};
+  return follower.channel;
+}
+
+void RunManager::Cluster::background() {
+  const auto beat_every = std::max(options_.lease / 3, std::chrono::milliseconds(50));
+  auto next_beat = Clock::now() + beat_every;
+  auto next_poll = Clock::now();
+  std::unique_ptr<pg::Connection> listener;
+  while (!stop_) {
+    try {
+      if (!listener) {
+        listener = std::make_unique<pg::Connection>(options_.conninfo);
+        for (const char* channel :
+             {"sg_runs", "sg_cancel", "sg_run_end", "sg_run_event", "sg_stream"}) {
+          listener->listen(channel);
+        }
+        next_poll = Clock::now();  // catch up with what happened while not listening
+      }
+      const auto notes = listener->wait_for_notifications(std::chrono::milliseconds(100));
+      bool claimable = false;
+      std::set<std::string> to_catch_up;
+      for (const auto& n : notes) {
+        if (n.channel == "sg_runs") {
+          claimable = true;
+        } else if (n.channel == "sg_cancel") {
+          const auto space = n.payload.find(' ');
+          const std::string id = n.payload.substr(0, space);
+          const std::string action =
+              space == std::string::npos ? "interrupt" : n.payload.substr(space + 1);
+          std::shared_ptr<Run> run;
+          {
+            std::lock_guard lock(mu_);
+            if (executing_.contains(id)) {
+              run = local_[id];
+            } else if (local_.contains(id)) {
+              cancel_early_.insert(id);  // claimed here, not yet registered
+            }
+          }
+          if (run) {
+            std::lock_guard lock(m_.state_->mu);
+            run->cancel_action = action;
+            run->token.cancel();
+          }
+        } else if (n.channel == "sg_stream") {
+          std::shared_ptr<Run> run;
+          {
+            std::lock_guard lock(mu_);
+            if (executing_.contains(n.payload)) run = local_[n.payload];
+          }
+          if (run) forward_events(run);
+        } else {  // sg_run_end, sg_run_event
+          std::lock_guard lock(mu_);
+          if (followers_.contains(n.payload)) to_catch_up.insert(n.payload);
+        }
+      }
+      for (const auto& id : to_catch_up) catch_up(id);
+      const auto now = Clock::now();
+      if (now >= next_beat) {
+        heartbeat();
+        next_beat = now + beat_every;
+      }
+      if (now >= next_poll) {  // the fallback for a missed notification, and the sweeper
+        sweep();
+        std::vector<std::string> followed;
+        {
+          std::lock_guard lock(mu_);
+          for (const auto& [id, f] : followers_) followed.push_back(id);
+        }
+        for (const auto& id : followed) catch_up(id);
+        claimable = true;
+        next_poll = now + std::chrono::seconds(1);
+      }
+      if (claimable) claim_all();
+    } catch (const std::exception&) {
+      listener.reset();  // the database restarted or the connection broke: listen anew
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+}
+
+void RunManager::Cluster::heartbeat() {
+  std::map<std::string, std::shared_ptr<Run>> mine;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& id : executing_) mine[id] = local_[id];
+  }
+  if (mine.empty()) return;
+  const pg::Result held = db([&](pg::Connection& c) {
+    return c.exec(
+        "UPDATE sg_run SET lease_until = clock_timestamp() + $2::bigint * interval "
+        "'1 millisecond' WHERE worker = $1 AND status = 'running' RETURNING run_id, attempt, "
+        "coalesce(cancel, '')",
+        pg::Params().text(worker_).integer(options_.lease.count()));
+  });
+  std::map<std::string, std::pair<int, std::string>> renewed;
+  for (int row = 0; row < held.rows(); ++row) {
+    renewed[std::string(held.get(row, 0))] = {static_cast<int>(held.get_int(row, 1)),
+                                              std::string(held.get(row, 2))};
+  }
+  for (const auto& [id, run] : mine) {
+    const auto it = renewed.find(id);
+    std::lock_guard lock(m_.state_->mu);
+    if (it == renewed.end() || it->second.first != run->attempt) {
+      run->token.cancel();  // lost: another worker has it (the fence refuses our writes)
+    } else if (!it->second.second.empty() && !run->token.cancelled()) {
+      run->cancel_action = it->second.second;  // a cancel whose notification was missed
+      run->token.cancel();
+    }
+  }
+}
+
+void RunManager::Cluster::sweep() {
+  const std::string now = iso_timestamp_now();
+  const pg::Result swept = db([&](pg::Connection& c) {
+    return c.exec(
+        "WITH swept AS (UPDATE sg_run SET status = CASE WHEN attempt >= $1 THEN 'error' ELSE "
+        "'pending' END, worker = NULL, lease_until = NULL, result = CASE WHEN attempt >= $1 THEN "
+        "jsonb_build_object('__error__', jsonb_build_object('error', 'WorkerLost', 'message', "
+        "'the run lost its worker ' || attempt || ' times')) ELSE result END, "
+        "record = record || jsonb_build_object('status', CASE WHEN attempt >= $1 THEN 'error' "
+        "ELSE 'pending' END, 'updated_at', $2::text) "
+        "WHERE status = 'running' AND lease_until < clock_timestamp() "
+        "RETURNING run_id, thread_id, status) "
+        "SELECT run_id, thread_id, status, pg_notify('sg_run_end', run_id), "
+        "pg_notify('sg_runs', thread_id) FROM swept",
+        pg::Params().integer(options_.max_attempts).text(now));
+  });
+  for (int row = 0; row < swept.rows(); ++row) {
+    if (swept.get(row, 2) == "error" && !busy(std::string(swept.get(row, 1)))) {
+      m_.threads_.set_status(std::string(swept.get(row, 1)), "error");
+    }
+  }
+}
+
+bool RunManager::Cluster::busy(const std::string& thread_id) {
+  const pg::Result r = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT EXISTS (SELECT 1 FROM sg_run WHERE thread_id = $1 AND "
+        "status IN ('pending', 'running'))",
+        pg::Params().text(thread_id));
+  });
+  return r.get(0, 0) == "t";
+}
+
+std::set<std::string> RunManager::Cluster::busy_threads() {
+  const pg::Result r = db([&](pg::Connection& c) {
+    return c.exec("SELECT DISTINCT thread_id FROM sg_run WHERE status IN ('pending', 'running')");
+  });
+  std::set<std::string> out;
+  for (int row = 0; row < r.rows(); ++row) out.emplace(r.get(row, 0));
+  return out;
+}
+
+ApiResponse RunManager::Cluster::list(const std::string& thread_id, const ApiRequest& request) {
+  (void)m_.threads_.require(thread_id);
+  std::int64_t limit = 10;
+  std::int64_t offset = 0;
+  std::string status;
+  if (const auto it = request.query.find("limit"); it != request.query.end()) {
+    limit = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("offset"); it != request.query.end()) {
+    offset = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("status"); it != request.query.end()) status = it->second;
+  if (limit < 1 || offset < 0)
+    throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
+  const pg::Result rows = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT record::text FROM sg_run WHERE thread_id = $1 AND ($2 = '' OR status = $2) "
+        "ORDER BY seq DESC LIMIT $3 OFFSET $4",
+        pg::Params().text(thread_id).text(status).integer(limit).integer(offset));
+  });
+  json out = json::array();
+  for (int row = 0; row < rows.rows(); ++row) out.push_back(json::parse(rows.get(row, 0)));
+  return json_response(out);
+}
+
+ApiResponse RunManager::Cluster::get(const std::string& thread_id, const std::string& run_id) {
+  (void)m_.threads_.require(thread_id);
+  const pg::Result row = db([&](pg::Connection& c) {
+    return c.exec("SELECT record::text FROM sg_run WHERE run_id = $1 AND thread_id = $2",
+                  pg::Params().text(run_id).text(thread_id));
+  });
+  if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+  return json_response(json::parse(row.get(0, 0)));
+}
+
+ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::string& run_id,
+                                      const ApiRequest& request, RunFollow::Kind kind) {
+  const json thread = m_.threads_.require(thread_id);
+  const std::optional<std::size_t> resume_from = resume_position(request, kind);
+  std::shared_ptr<Run> run;
+  {
+    std::lock_guard lock(mu_);
+    if (const auto it = local_.find(run_id);
+        it != local_.end() && it->second->thread_id == thread_id) {
+      run = it->second;
+    }
+  }
+  std::shared_ptr<RunChannel> channel = run ? run->channel : nullptr;
+  bool replayable = run && run->resumable;
+  if (!channel && resume_from) {  // a resumable run that ended here (not one of another process)
+    std::lock_guard lock(m_.state_->mu);
+    if (const auto ended = m_.state_->ended_resumable.find(run_id);
+        ended != m_.state_->ended_resumable.end()) {
+      channel = ended->second;
+      replayable = true;
+    }
+  }
+  if (!channel) {
+    const pg::Result row = db([&](pg::Connection& c) {
+      return c.exec("SELECT status FROM sg_run WHERE run_id = $1 AND thread_id = $2",
+                    pg::Params().text(run_id).text(thread_id));
+    });
+    if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+    if (ended(row.get(0, 0))) {
+      if (kind == RunFollow::Kind::result) {
+        json values = m_.api_.thread_view(thread).value("values", json::object());
+        if (!values.is_object()) values = json::object();
+        return json_response(values);
+      }
+      ApiResponse response;
+      response.content_type = "text/event-stream";
+      response.follow = std::make_shared<RunFollow>();
+      response.follow->kind = RunFollow::Kind::stream;
+      response.follow->channel = std::make_shared<RunChannel>();
+      response.follow->channel->finish(json::object());
+      return response;
+    }
+    channel = follow_remote(run_id);
+    if (kind == RunFollow::Kind::stream) {
+      db([&](pg::Connection& c) {  // the worker forwards the run's events from now on
+        return c.exec("SELECT pg_notify('sg_stream', $1)", pg::Params().text(run_id));
+      });
+    }
+    catch_up(run_id);  // it may have ended meanwhile
+  }
+  auto follow = std::make_shared<RunFollow>();
+  follow->kind = kind;
+  follow->channel = channel;
+  ApiResponse response;
+  if (kind == RunFollow::Kind::stream) {
+    response.content_type = "text/event-stream";
+    follow->listening = channel->listen();
+    follow->from = replayable && resume_from ? *resume_from : channel->published();
+    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
+      follow->modes.push_back(it.first->second);
+    }
+  }
+  if (query_flag(request, "cancel_on_disconnect")) {
+    follow->on_disconnect = [this, thread_id, run_id] {
+      ApiRequest cancel_request;
+      try {
+        (void)cancel(thread_id, run_id, cancel_request);
+      } catch (const std::exception&) {
+      }
+    };
+  }
+  response.follow = std::move(follow);
+  return response;
+}
+
+ApiResponse RunManager::Cluster::join_thread(const std::string& thread_id,
+                                             const ApiRequest& request) {
+  (void)m_.threads_.require(thread_id);
+  const pg::Result row = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT run_id FROM sg_run WHERE thread_id = $1 AND status IN ('pending', "
+        "'running') ORDER BY seq LIMIT 1",
+        pg::Params().text(thread_id));
+  });
+  if (row.rows() == 0) {
+    ApiResponse response;
+    response.content_type = "text/event-stream";
+    response.follow = std::make_shared<RunFollow>();
+    response.follow->kind = RunFollow::Kind::stream;
+    response.follow->channel = std::make_shared<RunChannel>();
+    response.follow->channel->finish(json::object());
+    return response;
+  }
+  return join(thread_id, std::string(row.get(0, 0)), request, RunFollow::Kind::stream);
+}
+
+ApiResponse RunManager::Cluster::cancel(const std::string& thread_id, const std::string& run_id,
+                                        const ApiRequest& request) {
+  (void)m_.threads_.require(thread_id);
+  std::string action = "interrupt";
+  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
+  if (action != "interrupt" && action != "rollback") {
+    throw ApiError{422, fmt::format("'action' must be interrupt or rollback, got '{}'", action)};
+  }
+  const bool wait = query_flag(request, "wait");
+  std::shared_ptr<RunChannel> channel;
+  if (wait) {  // followed before the cancel, so that its end is not missed
+    std::lock_guard lock(mu_);
+    if (const auto it = local_.find(run_id); it != local_.end()) channel = it->second->channel;
+  }
+  if (wait && !channel) channel = follow_remote(run_id);
+  const pg::Result r = db([&](pg::Connection& c) {
+    return c.exec("SELECT sg_run_cancel($1, $2, $3, $4)",
+                  pg::Params().text(run_id).text(thread_id).text(action).text(iso_timestamp_now()));
+  });
+  if (r.is_null(0, 0)) {
+    {
+      std::lock_guard lock(mu_);
+      followers_.erase(run_id);
+    }
+    const pg::Result row = db([&](pg::Connection& c) {
+      return c.exec("SELECT 1 FROM sg_run WHERE run_id = $1 AND thread_id = $2",
+                    pg::Params().text(run_id).text(thread_id));
+    });
+    if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+    throw ApiError{409, fmt::format("run '{}' has already ended", run_id)};
+  }
+  if (r.get(0, 0) == "pending") {
+    // Ended in the database; a follower here of a run created here ends now.
+    std::shared_ptr<Run> run;
+    {
+      std::lock_guard lock(mu_);
+      if (const auto it = local_.find(run_id); it != local_.end() && !executing_.contains(run_id)) {
+        run = it->second;
+        local_.erase(it);
+      }
+    }
+    if (run) run->channel->finish(json::object());
+    claim_all();  // the thread's next run may be claimable now
+  }
+  ApiResponse response;
+  if (wait) {
+    catch_up(run_id);
+    response.follow = std::make_shared<RunFollow>();
+    response.follow->kind = RunFollow::Kind::done;
+    response.follow->channel = channel;
+    return response;
+  }
+  response.status = 202;
+  response.content_type.clear();
+  return response;
+}
+
+ApiResponse RunManager::Cluster::cancel_many(const ApiRequest& request) {
+  const json body = body_object(request);
+  std::string action = "interrupt";
+  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
+  const std::string thread_id = string_field(body, "thread_id");
+  const std::vector<std::string> run_ids = string_list_field(body, "run_ids", "run ids");
+  std::string status = string_field(body, "status");
+  if (status == "all") status.clear();
+  const pg::Result rows = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT thread_id, run_id FROM sg_run WHERE status IN ('pending', 'running') "
+        "AND ($1 = '' OR thread_id = $1) AND ($2 = '' OR status = $2)",
+        pg::Params().text(thread_id).text(status));
+  });
+  ApiRequest cancel_request;
+  cancel_request.query.emplace("action", action);
+  for (int row = 0; row < rows.rows(); ++row) {
+    const std::string id(rows.get(row, 1));
+    if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), id) == run_ids.end()) {
+      continue;
+    }
+    try {
+      (void)cancel(std::string(rows.get(row, 0)), id, cancel_request);
+    } catch (const ApiError&) {
+      // Ended meanwhile.
+    }
+  }
+  return no_content();
+}
+
+ApiResponse RunManager::Cluster::remove(const std::string& thread_id, const std::string& run_id) {
+  (void)m_.threads_.require(thread_id);
+  const auto results = db([&](pg::Connection& c) {
+    return c.pipeline(
+        {{"SELECT status FROM sg_run WHERE run_id = $1 AND thread_id = $2",
+          pg::Params().text(run_id).text(thread_id)},
+         {"DELETE FROM sg_run WHERE run_id = $1 AND thread_id = $2 AND status NOT IN "
+          "('pending', 'running')",
+          pg::Params().text(run_id).text(thread_id)},
+         {"DELETE FROM sg_run_event WHERE run_id = $1 AND NOT EXISTS (SELECT 1 FROM sg_run "
+          "WHERE run_id = $1)",
+          pg::Params().text(run_id)}});
+  });
+  if (results[0].rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+  if (!ended(results[0].get(0, 0))) {
+    throw ApiError{409,
+                   fmt::format("run '{}' is {}: cancel it first", run_id, results[0].get(0, 0))};
+  }
+  return no_content();
+}
+
+void RunManager::Cluster::remove_thread(const std::string& thread_id) {
+  const auto results = db([&](pg::Connection& c) {
+    return c.pipeline(
+        {{"SELECT pg_advisory_xact_lock(hashtextextended('sg_thread:' || $1, 0))",
+          pg::Params().text(thread_id)},
+         {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND status IN ('pending', "
+          "'running')",
+          pg::Params().text(thread_id)},
+         {"DELETE FROM sg_run_event WHERE run_id IN (SELECT run_id FROM sg_run WHERE "
+          "thread_id = $1 AND status NOT IN ('pending', 'running'))",
+          pg::Params().text(thread_id)},
+         {"DELETE FROM sg_run WHERE thread_id = $1 AND status NOT IN ('pending', 'running')",
+          pg::Params().text(thread_id)}});
+  });
+  if (results[1].get_int(0, 0) > 0) {
+    throw ApiError{409,
+                   fmt::format("thread '{}' has a run in progress: cancel it first", thread_id)};
+  }
+}
+
+void RunManager::Cluster::stop_runs() {
+  std::vector<std::shared_ptr<Run>> runs;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& id : executing_) runs.push_back(local_[id]);
+  }
+  for (const auto& run : runs) run->token.cancel();
+}
+
+void RunManager::Cluster::shutdown() {
+  if (stopped_.exchange(true)) return;
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+}  // namespace sg::server
