@@ -5,6 +5,7 @@
 #include <poll.h>
 
 #include <charconv>
+#include <map>
 
 namespace sg::pg {
 
@@ -108,7 +109,7 @@ std::int64_t Result::affected() const noexcept {
 
 // ---- Connection ---------------------------------------------------------------------------------
 
-Connection::Connection(const std::string& conninfo) {
+Connection::Connection(const std::string& conninfo, bool prepare) : prepare_(prepare) {
   conn_ = PQconnectdb(conninfo.c_str());
   if (conn_ == nullptr) throw PostgresError(errc::kPostgresConnect, "libpq could not allocate");
   if (PQstatus(as_conn(conn_)) != CONNECTION_OK) {
@@ -180,12 +181,33 @@ void Connection::require_open() const {
   }
 }
 
+const std::string* Connection::prepared_name(const std::string& sql, const Params& params) const {
+  if (!prepare_ || params.size() == 0) return nullptr;  // DDL and the like: never prepared
+  const auto it = prepared_.find(sql);
+  return it == prepared_.end() ? nullptr : &it->second;
+}
+
 Result Connection::exec(const std::string& sql, const Params& params, bool binary_result) {
   require_open();
+  PGconn* c = as_conn(conn_);
   const NativeParams native(params.values_, params.nulls_, params.formats_);
-  PGresult* r = PQexecParams(as_conn(conn_), sql.c_str(), static_cast<int>(params.size()), nullptr,
-                             native.pointers.data(), native.lengths.data(), native.formats.data(),
-                             binary_result ? 1 : 0);
+  const auto n = static_cast<int>(params.size());
+  if (prepare_ && n > 0) {
+    const std::string* name = prepared_name(sql, params);
+    if (name == nullptr) {
+      std::string fresh = fmt::format("sg{}", prepared_.size());
+      PGresult* p = PQprepare(c, fresh.c_str(), sql.c_str(), n, nullptr);
+      if (p == nullptr || !succeeded(p)) fail(sql.substr(0, 80), p);
+      PQclear(p);
+      name = &prepared_.emplace(sql, std::move(fresh)).first->second;
+    }
+    PGresult* r = PQexecPrepared(c, name->c_str(), n, native.pointers.data(), native.lengths.data(),
+                                 native.formats.data(), binary_result ? 1 : 0);
+    if (r == nullptr || !succeeded(r)) fail(sql.substr(0, 80), r);
+    return Result(r);
+  }
+  PGresult* r = PQexecParams(c, sql.c_str(), n, nullptr, native.pointers.data(),
+                             native.lengths.data(), native.formats.data(), binary_result ? 1 : 0);
   if (r == nullptr || !succeeded(r)) fail(sql.substr(0, 80), r);
   return Result(r);
 }
@@ -204,13 +226,36 @@ std::vector<Result> Connection::pipeline(const std::vector<Statement>& statement
     }
   } exit{this};
   std::size_t syncs = 0;
+  // The statements this batch prepares (sql -> name), kept once their PREPARE succeeded; and
+  // which results are PREPAREs (they are not the caller's).
+  std::map<std::string, std::string> preparing;
+  std::vector<const std::string*> prepare_results;  // in order of the results: sql, or null
   for (const auto& s : statements) {
     const NativeParams native(s.params.values_, s.params.nulls_, s.params.formats_);
-    if (PQsendQueryParams(c, s.sql.c_str(), static_cast<int>(s.params.size()), nullptr,
-                          native.pointers.data(), native.lengths.data(), native.formats.data(),
-                          s.binary_result ? 1 : 0) != 1) {
-      fail(s.sql.substr(0, 80), nullptr);
+    const auto n = static_cast<int>(s.params.size());
+    int sent = 0;
+    if (prepare_ && n > 0) {
+      const std::string* name = prepared_name(s.sql, s.params);
+      if (name == nullptr) {
+        auto [it, fresh] =
+            preparing.try_emplace(s.sql, fmt::format("sg{}", prepared_.size() + preparing.size()));
+        if (fresh) {
+          if (PQsendPrepare(c, it->second.c_str(), s.sql.c_str(), n, nullptr) != 1) {
+            fail(s.sql.substr(0, 80), nullptr);
+          }
+          prepare_results.push_back(&it->first);
+        }
+        name = &it->second;
+      }
+      sent = PQsendQueryPrepared(c, name->c_str(), n, native.pointers.data(), native.lengths.data(),
+                                 native.formats.data(), s.binary_result ? 1 : 0);
+    } else {
+      sent =
+          PQsendQueryParams(c, s.sql.c_str(), n, nullptr, native.pointers.data(),
+                            native.lengths.data(), native.formats.data(), s.binary_result ? 1 : 0);
     }
+    prepare_results.push_back(nullptr);
+    if (sent != 1) fail(s.sql.substr(0, 80), nullptr);
     if (!atomic) {
       if (PQpipelineSync(c) != 1) fail("pipeline sync", nullptr);
       ++syncs;
@@ -224,6 +269,7 @@ std::vector<Result> Connection::pipeline(const std::vector<Statement>& statement
   std::optional<PostgresError> first_error;
   std::size_t synced = 0;
   std::size_t index = 0;
+  std::size_t sent_index = 0;  // into prepare_results
   while (synced < syncs) {
     PGresult* r = PQgetResult(c);
     if (r == nullptr) {
@@ -234,6 +280,20 @@ std::vector<Result> Connection::pipeline(const std::vector<Statement>& statement
     if (status == PGRES_PIPELINE_SYNC) {
       ++synced;
       PQclear(r);
+      continue;
+    }
+    if (sent_index < prepare_results.size() && prepare_results[sent_index++] != nullptr) {
+      const std::string& sql = *prepare_results[sent_index - 1];
+      if (succeeded(r)) {
+        prepared_.emplace(sql, preparing.at(sql));
+        PQclear(r);
+      } else if (status == PGRES_PIPELINE_ABORTED) {
+        PQclear(r);
+      } else if (!first_error) {
+        first_error = error_of(sql.substr(0, 80), r);
+      } else {
+        PQclear(r);
+      }
       continue;
     }
     if (status == PGRES_PIPELINE_ABORTED) {
@@ -288,7 +348,8 @@ std::vector<Notification> Connection::wait_for_notifications(std::chrono::millis
 
 // ---- Pool ---------------------------------------------------------------------------------------
 
-Pool::Pool(std::string conninfo, std::size_t size) : conninfo_(std::move(conninfo)), size_(size) {
+Pool::Pool(std::string conninfo, std::size_t size, bool prepare)
+    : conninfo_(std::move(conninfo)), size_(size), prepare_(prepare) {
   if (size_ == 0) throw PostgresError(errc::kPostgresConnect, "a Postgres pool needs connections");
 }
 
@@ -310,7 +371,7 @@ Pool::Lease Pool::acquire() {
   ++open_;
   lock.unlock();
   try {
-    return Lease(*this, std::make_unique<Connection>(conninfo_));
+    return Lease(*this, std::make_unique<Connection>(conninfo_, prepare_));
   } catch (...) {
     lock.lock();
     --open_;

@@ -31,7 +31,7 @@ auto PostgresKv::run(Work&& work) {
 }
 
 PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table,
-                       bool exclusive, PostgresFail fail)
+                       bool exclusive, bool prepare, PostgresFail fail)
     : table_(std::move(table)), exclusive_(exclusive), fail_(std::move(fail)) {
   const std::string quoted = pg::quote_identifier(table_);
   get_sql_ = fmt::format("SELECT value FROM {} WHERE space = $1 AND key = $2", quoted);
@@ -48,7 +48,7 @@ PostgresKv::PostgresKv(const std::string& conninfo, std::size_t pool_size, std::
   expect_sql_ = fmt::format("SELECT {}($1, $2, $3)", expect_function);
   swap_sql_ = fmt::format("SELECT {}($1, $2, $3, $4)", swap_function);
   try {
-    pool_ = std::make_unique<pg::Pool>(conninfo, pool_size);
+    pool_ = std::make_unique<pg::Pool>(conninfo, pool_size, prepare);
   } catch (const PostgresError& e) {
     fail_(e);
     throw;

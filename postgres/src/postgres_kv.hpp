@@ -24,9 +24,9 @@ class PostgresKv final : public KvBackend {
   /// for its lifetime on a connection of its own: exclusive, or shared (then the backend is
   /// shared() and takes `expect` operations). A PostgresKv whose lock conflicts (an exclusive
   /// one and any other, in any process) waits up to 3 s, then fails with SQLSTATE 55P03
-  /// (lock_not_available). Throws through `fail`.
+  /// (lock_not_available). `prepare`: see pg::Connection. Throws through `fail`.
   PostgresKv(const std::string& conninfo, std::size_t pool_size, std::string table, bool exclusive,
-             PostgresFail fail);
+             bool prepare, PostgresFail fail);
   /// Releases the table's lock.
   ~PostgresKv() override;
   PostgresKv(const PostgresKv&) = delete;

@@ -14,7 +14,7 @@ std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
   };
   auto kv = std::make_unique<detail::PostgresKv>(
       conninfo, options.pool_size, options.table.empty() ? "sg_checkpoints" : options.table,
-      options.exclusive, std::move(fail));
+      options.exclusive, options.prepare, std::move(fail));
   return std::shared_ptr<PostgresSaver>(new PostgresSaver(kv.release()));
 }
 
@@ -38,7 +38,7 @@ std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
   const bool exclusive = options.exclusive || index.has_value();
   auto kv = std::make_unique<detail::PostgresKv>(conninfo, options.pool_size,
                                                  options.table.empty() ? "sg_store" : options.table,
-                                                 exclusive, std::move(fail));
+                                                 exclusive, options.prepare, std::move(fail));
   return std::shared_ptr<PostgresStore>(
       new PostgresStore(std::move(kv), std::move(ttl), std::move(index)));
 }

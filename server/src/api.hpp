@@ -218,8 +218,12 @@ class ThreadRegistry {
                   std::function<std::set<std::string>()> busy_all);
 
  private:
-  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
-  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id) const;
+  /// The record; `as_shown`: with the status a cluster's run queue gives it (false for a
+  /// read-modify-write, whose write must keep the stored status).
+  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id,
+                                                          bool as_shown = true) const;
+  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id,
+                                              bool as_shown = true) const;
 
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;

@@ -59,7 +59,6 @@ constexpr const char* kSchema[] = {
     "END IF; "
     "INSERT INTO sg_run (run_id, thread_id, status, record, spec) "
     "VALUES (p_run, p_thread, 'pending', p_record, p_spec); "
-    "PERFORM pg_notify('sg_runs', p_thread); "
     "RETURN NULL; "
     "END $$",
     // A pending run cancelled: interrupted, or deleted (rollback).
@@ -235,7 +234,25 @@ void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::st
     throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy reject)",
                                     run->thread_id, result.get(0, 0))};
   }
-  (void)claim(run->run_id);  // here, when its thread is free: its events stay in this process
+  if (!claim(run->run_id)) {  // here, when its thread is free: its events stay in this process
+    // Queued behind another run, or no worker free here: whichever process claims it, its
+    // followers here hear of its events and its end (until this process claims it itself).
+    {
+      std::lock_guard lock(mu_);
+      if (!executing_.contains(run->run_id) && local_.contains(run->run_id)) {
+        followers_.try_emplace(run->run_id, Follower{run->channel, 0});
+      }
+    }
+    // Other processes with a free worker may take it (a run queued behind another is claimed
+    // by the process that finishes that one, which claims again as it finishes).
+    try {
+      db([&](pg::Connection& c) {
+        return c.exec("SELECT pg_notify('sg_runs', $1)", pg::Params().text(run->thread_id));
+      });
+    } catch (const std::exception&) {
+      // The one-second poll of every process finds it.
+    }
+  }
 }
 
 bool RunManager::Cluster::claim(const std::string& run_id) {
@@ -397,8 +414,9 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
             {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND "
              "status IN ('pending', 'running')",
              pg::Params().text(run->thread_id)});
-        statements.push_back({"SELECT pg_notify('sg_run_end', $1), pg_notify('sg_runs', $2)",
-                              pg::Params().text(run->run_id).text(run->thread_id)});
+        // No sg_runs notification: this process claims the thread's next run itself (below).
+        statements.push_back(
+            {"SELECT pg_notify('sg_run_end', $1)", pg::Params().text(run->run_id)});
         return c.pipeline(statements);
       });
       fenced = results[0].rows() == 0;
@@ -490,6 +508,7 @@ void RunManager::Cluster::catch_up(const std::string& run_id) {
     if (state.rows() == 0 || ended(state.get(0, 0))) {
       it->second.channel->finish(state.rows() == 0 ? json::object() : json::parse(state.get(0, 1)));
       followers_.erase(it);
+      if (!executing_.contains(run_id)) local_.erase(run_id);  // created here, ended elsewhere
     }
   } catch (const std::exception&) {
     // Tried again at the next notification or poll.
@@ -829,6 +848,7 @@ ApiResponse RunManager::Cluster::cancel(const std::string& thread_id, const std:
       if (const auto it = local_.find(run_id); it != local_.end() && !executing_.contains(run_id)) {
         run = it->second;
         local_.erase(it);
+        followers_.erase(run_id);
       }
     }
     if (run) run->channel->finish(json::object());

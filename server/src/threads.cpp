@@ -102,12 +102,12 @@ ApiResponse no_content() {
 
 ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> records) : records_(std::move(records)) {}
 
-std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id) const {
+std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id, bool as_shown) const {
   if (const auto busy = busy_.find(thread_id); busy != busy_.end())
     return std::optional<json>(busy->second);
   auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
-  if (shared_busy_ && shared_busy_(thread_id)) item->value["status"] = "busy";
+  if (as_shown && shared_busy_ && shared_busy_(thread_id)) item->value["status"] = "busy";
   return std::move(item->value);
 }
 
@@ -123,9 +123,9 @@ std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
   return find_locked(thread_id);
 }
 
-json ThreadRegistry::require_locked(const std::string& thread_id) const {
+json ThreadRegistry::require_locked(const std::string& thread_id, bool as_shown) const {
   require_uuid(thread_id, "thread id");
-  auto thread = find_locked(thread_id);
+  auto thread = find_locked(thread_id, as_shown);
   if (!thread) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
   return *std::move(thread);
 }
@@ -177,18 +177,19 @@ ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest
   const json body = body_object(request);
   const json metadata = metadata_field(body);
   std::lock_guard lock(mu_);
-  json thread = require_locked(thread_id);
+  json thread = require_locked(thread_id, false);
   for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
   thread["updated_at"] = iso_timestamp_now();
   records_->put(threads_namespace(), thread_id, thread);
   if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
+  if (shared_busy_ && shared_busy_(thread_id)) thread["status"] = "busy";
   return json_response(thread);
 }
 
 void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
                                 const json& metadata) {
   std::lock_guard lock(mu_);
-  auto thread = find_locked(thread_id);
+  auto thread = find_locked(thread_id, false);
   if (!thread) return;
   bool metadata_changed = false;
   if (metadata.is_object()) {
@@ -199,7 +200,7 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
       metadata_changed = true;
     }
   }
-  (*thread)["status"] = status;
+  if (status != "busy" || !shared_busy_) (*thread)["status"] = status;  // busy: from the queue
   (*thread)["updated_at"] = iso_timestamp_now();
   if (status == "busy") {
     // The metadata (a first run's graph_id) must survive a crash; the status need not (and in
@@ -214,7 +215,7 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
 
 bool ThreadRegistry::remove_record(const std::string& thread_id) {
   std::lock_guard lock(mu_);
-  if (!find_locked(thread_id)) return false;
+  if (!find_locked(thread_id, false)) return false;
   busy_.erase(thread_id);
   records_->remove(threads_namespace(), thread_id);
   return true;

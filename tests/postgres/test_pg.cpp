@@ -151,3 +151,33 @@ TEST_CASE("pg: LISTEN/NOTIFY between two connections") {
   CHECK(got[0].payload == "later");
   CHECK(sg::pg::quote_identifier("a\"b") == "\"a\"\"b\"");
 }
+
+TEST_CASE("pg: prepared statements are reused, in a pipeline too, and survive a failed batch") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  for (const bool prepare : {true, false}) {
+    CAPTURE(prepare);
+    Connection c(cluster.conninfo(), prepare);
+    (void)c.exec("DROP TABLE IF EXISTS p");
+    (void)c.exec("CREATE TABLE p (k int PRIMARY KEY, v text)");
+    const std::string insert = "INSERT INTO p VALUES ($1, $2)";
+    const std::string count = "SELECT count(*) FROM p WHERE k >= $1";
+    // One statement twice in one batch (prepared once), then a batch that fails before the
+    // statement it would prepare: that statement is prepared by the next batch.
+    (void)c.pipeline(
+        {{insert, Params().integer(1).text("a")}, {insert, Params().integer(2).text("b")}});
+    CHECK_THROWS_AS(
+        (void)c.pipeline({{insert, Params().integer(1).text("dup")}, {count, Params().integer(0)}}),
+        PostgresError);
+    const auto results = c.pipeline({{count, Params().integer(0)},
+                                     {insert, Params().integer(3).text("c")},
+                                     {count, Params().integer(2)}});
+    REQUIRE(results.size() == 3);
+    CHECK(results[0].get_int(0, 0) == 2);
+    CHECK(results[2].get_int(0, 0) == 2);
+    for (int i = 4; i < 8; ++i) (void)c.exec(insert, Params().integer(i).text("x"));
+    CHECK(c.exec(count, Params().integer(0)).get_int(0, 0) == 7);
+    const auto named = c.exec("SELECT count(*) FROM pg_prepared_statements");
+    CHECK(named.get_int(0, 0) == (prepare ? 2 : 0));
+  }
+}

@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sg {
@@ -111,8 +112,10 @@ struct Notification {
 class Connection {
  public:
   /// Connects with a libpq connection string ("host=... dbname=..." or "postgresql://...").
-  /// Throws PostgresError ("postgres.connect") naming what failed.
-  explicit Connection(const std::string& conninfo);
+  /// `prepare`: statements with parameters are prepared on first use and reused (parsed and
+  /// planned once per connection); off for a pooler that does not keep them (PgBouncer in
+  /// transaction mode). Throws PostgresError ("postgres.connect") naming what failed.
+  explicit Connection(const std::string& conninfo, bool prepare = true);
   ~Connection();
   Connection(const Connection&) = delete;
   Connection& operator=(const Connection&) = delete;
@@ -137,15 +140,20 @@ class Connection {
   [[nodiscard]] PostgresError error_of(std::string_view what, void* result) const;
   [[noreturn]] void fail(std::string_view what, void* result) const;
   void require_open() const;
+  /// The name `sql` is prepared under on this connection, or null (not yet, or not prepared).
+  [[nodiscard]] const std::string* prepared_name(const std::string& sql,
+                                                 const Params& params) const;
   void* conn_ = nullptr;  // PGconn*; null once closed after an error mid-pipeline
+  bool prepare_;
+  std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
 };
 
 /// A fixed pool of connections to one database, made on first use. A connection that broke is
 /// replaced on its next lease. Thread-safe.
 class Pool {
  public:
-  /// Throws PostgresError ("postgres.connect") when `size` is 0.
-  Pool(std::string conninfo, std::size_t size);
+  /// Throws PostgresError ("postgres.connect") when `size` is 0. `prepare`: see Connection.
+  Pool(std::string conninfo, std::size_t size, bool prepare = true);
   ~Pool();
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
@@ -192,6 +200,7 @@ class Pool {
 
   std::string conninfo_;
   std::size_t size_;
+  bool prepare_;
   std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<Connection>> idle_;

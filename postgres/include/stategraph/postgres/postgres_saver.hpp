@@ -22,6 +22,9 @@ struct PostgresOptions {
   /// docs/benchmarks.md); a store with an IndexConfig is always exclusive (its vectors live in
   /// memory).
   bool exclusive = false;
+  /// Prepare each statement once per connection (faster); false behind a pooler that does not
+  /// keep prepared statements (PgBouncer in transaction mode).
+  bool prepare = true;
 };
 
 namespace detail {
