@@ -34,8 +34,7 @@ std::shared_ptr<PostgresStore> PostgresStore::open(const std::string& conninfo,
     throw StoreError(e.sqlstate() == "55P03" ? errc::kStoreLocked : errc::kStoreIo,
                      std::string("the store database: ") + e.what());
   };
-  // A store with an index keeps its vectors in memory: one process at a time.
-  const bool exclusive = options.exclusive || index.has_value();
+  const bool exclusive = options.exclusive;
   auto kv = std::make_unique<detail::PostgresKv>(conninfo, options.pool_size,
                                                  options.table.empty() ? "sg_store" : options.table,
                                                  exclusive, options.prepare, std::move(fail));

@@ -1,5 +1,7 @@
 // KvStore: reading and writing items, expiry sweeps (search and list_namespaces:
 // kv_store_search.cpp). Layout and helpers: kv_store_format.hpp.
+#include <stategraph/core/uuid.hpp>
+
 #include <iterator>
 
 #include "kv_store_impl.hpp"
@@ -21,6 +23,18 @@ KvStore::Impl::Impl(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
                 fmt::format("IndexConfig dims {} but the embeddings make {}", index_->dims,
                             index_->embeddings->dims()));
   }
+  load_vectors();
+}
+
+namespace {
+constexpr std::string_view kVectorsGeneration = "vectors";
+}  // namespace
+
+void KvStore::Impl::load_vectors() {
+  vectors_->clear();
+  if (kv_->shared()) {  // read before the vectors: a change in between is seen next time
+    generation_ = kv_->get(detail::Space::meta, kVectorsGeneration).value_or(std::string());
+  }
   kv_->scan(detail::Space::vectors, {}, {}, false, [&](std::string_view k, std::string_view v) {
     Namespace ns;
     std::string key;
@@ -30,6 +44,50 @@ KvStore::Impl::Impl(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
     vectors_->by_key.emplace(std::string(k), std::move(vectors));
     return true;
   });
+}
+
+void KvStore::Impl::refresh_vectors() {
+  if (!index_ || !kv_->shared()) return;
+  const std::string stored =
+      kv_->get(detail::Space::meta, kVectorsGeneration).value_or(std::string());
+  std::unique_lock lock(vectors_->mu);
+  if (stored != generation_) load_vectors();
+}
+
+void KvStore::Impl::write_vectors(std::vector<detail::KvOp> batch,
+                                  const std::function<void(Vectors&)>& apply) {
+  if (!kv_->shared()) {
+    kv_->write(batch);
+    std::unique_lock lock(vectors_->mu);
+    apply(*vectors_);
+    return;
+  }
+  std::string expected;
+  {
+    std::shared_lock lock(vectors_->mu);
+    expected = generation_;
+  }
+  std::string next = new_uuid4();
+  std::vector<detail::KvOp> guarded = batch;
+  guarded.push_back(
+      {detail::KvOp::Kind::expect, detail::Space::meta, std::string(kVectorsGeneration), expected});
+  guarded.push_back(put_op(detail::Space::meta, std::string(kVectorsGeneration), next));
+  try {
+    kv_->write(guarded);
+  } catch (const detail::KvConflict&) {
+    // Another process changed the vectors since this one loaded them: write without the check,
+    // and let the next search load them all (this write included).
+    batch.push_back(put_op(detail::Space::meta, std::string(kVectorsGeneration), new_uuid4()));
+    kv_->write(batch);
+    std::unique_lock lock(vectors_->mu);
+    generation_.clear();  // no stored generation is empty once one was written
+    return;
+  }
+  std::unique_lock lock(vectors_->mu);
+  if (generation_ == expected) {
+    apply(*vectors_);
+    generation_ = std::move(next);
+  }  // else: reloaded meanwhile, with this write
 }
 
 std::int64_t KvStore::Impl::now_micros() const {
@@ -107,9 +165,13 @@ void KvStore::Impl::do_put(const PutOp& op) {
   const std::string key = item_key(op.ns, op.key);
   if (!op.value) {
     std::lock_guard lock(write_mu_);
-    kv_->write({erase_op(detail::Space::items, key), erase_op(detail::Space::vectors, key)});
-    std::unique_lock vlock(vectors_->mu);
-    vectors_->set(key, {});
+    std::vector<detail::KvOp> erase{erase_op(detail::Space::items, key)};
+    if (!index_) {
+      kv_->write(erase);
+      return;
+    }
+    erase.push_back(erase_op(detail::Space::vectors, key));
+    write_vectors(std::move(erase), [&](Vectors& v) { v.set(key, {}); });
     return;
   }
   if (!op.value->is_object()) {
@@ -134,16 +196,13 @@ void KvStore::Impl::do_put(const PutOp& op) {
   if (ttl) expires_at = now + ttl_micros(*ttl);
   std::vector<detail::KvOp> writes{put_op(
       detail::Space::items, key, encode_record(*op.value, created_at, now, expires_at, ttl))};
-  if (index_) {
-    writes.push_back(vectors.empty()
-                         ? erase_op(detail::Space::vectors, key)
-                         : put_op(detail::Space::vectors, key, encode_vectors(vectors)));
+  if (!index_) {
+    kv_->write(writes);
+    return;
   }
-  kv_->write(writes);
-  if (index_) {
-    std::unique_lock vlock(vectors_->mu);
-    vectors_->set(key, std::move(vectors));
-  }
+  writes.push_back(vectors.empty() ? erase_op(detail::Space::vectors, key)
+                                   : put_op(detail::Space::vectors, key, encode_vectors(vectors)));
+  write_vectors(std::move(writes), [&](Vectors& v) { v.set(key, std::move(vectors)); });
 }
 
 std::size_t KvStore::Impl::sweep_expired() {
@@ -160,9 +219,15 @@ std::size_t KvStore::Impl::sweep_expired() {
     return true;
   });
   if (!erase.empty()) {
-    kv_->write(erase);
-    std::unique_lock vlock(vectors_->mu);
-    for (std::size_t i = 0; i < erase.size(); i += 2) vectors_->set(erase[i].key, {});
+    std::vector<std::string> keys;
+    for (std::size_t i = 0; i < erase.size(); i += 2) keys.push_back(erase[i].key);
+    if (index_) {
+      write_vectors(erase, [&](Vectors& v) {
+        for (const auto& k : keys) v.set(k, {});
+      });
+    } else {
+      kv_->write(erase);
+    }
   }
   swept_ += erase.size() / 2;
   return erase.size() / 2;

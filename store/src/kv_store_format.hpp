@@ -28,10 +28,12 @@
 
 namespace sg::detail {
 
-/// The key spaces of a store: items, and the vectors of indexed items.
+/// The key spaces of a store: items, and the vectors of indexed items. A shared backend
+/// (Postgres) also has `meta`: key "vectors" holds a token every change of the vectors replaces,
+/// so that a process knows when its in-memory index is stale.
 struct Space {
-  enum : std::uint8_t { items = 0, vectors = 1 };
-  static constexpr std::size_t count = 2;
+  enum : std::uint8_t { items = 0, vectors = 1, meta = 2 };
+  static constexpr std::size_t count = 2;  // the spaces every backend has
 };
 
 }  // namespace sg::detail

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -62,12 +63,23 @@ struct KvStore::Impl {
   /// search should answer (a small collection). Returns `want` candidates at least, if any.
   std::optional<std::vector<std::pair<std::string, double>>> approximate(
       const std::vector<float>& query, std::size_t want);
+  /// (Re)loads every stored vector into memory; on a shared backend, first notes the vectors'
+  /// generation. Caller holds vectors_->mu exclusively (or is the constructor).
+  void load_vectors();
+  /// A shared backend: reloads the vectors when another process changed them. Thread-safe.
+  void refresh_vectors();
+  /// Writes `batch`, which changes the vectors, then `apply` updates the vectors in memory. On a
+  /// shared backend the write replaces the vectors' generation; when another process changed
+  /// them since this one loaded them, the next search loads them all instead. Caller holds
+  /// write_mu_.
+  void write_vectors(std::vector<detail::KvOp> batch, const std::function<void(Vectors&)>& apply);
 
   std::unique_ptr<detail::KvBackend> kv_;
   TtlConfig ttl_;
   std::optional<IndexConfig> index_;
   std::unique_ptr<Vectors> vectors_;
-  std::mutex write_mu_;  // serializes read-modify-write (put keeps created_at; TTL refresh)
+  std::string generation_;  // shared backends: the vectors' generation loaded (vectors_->mu)
+  std::mutex write_mu_;     // serializes read-modify-write (put keeps created_at; TTL refresh)
   std::mutex sweeper_mu_;
   std::condition_variable sweeper_cv_;
   std::thread sweeper_;
@@ -100,6 +112,8 @@ struct KvStore::Impl::Vectors {
   /// Replaces the vectors of `key` (none: removes). Caller holds `mu` exclusively.
   void set(const std::string& key, std::vector<std::vector<float>> vectors);
   void build_hnsw(std::size_t dims);
+  /// Forgets every vector and the index. Caller holds `mu` exclusively.
+  void clear();
 };
 
 }  // namespace sg

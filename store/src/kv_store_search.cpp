@@ -25,6 +25,16 @@ static_assert(std::is_same_v<hnswlib::labeltype, std::size_t>,
 KvStore::Impl::Vectors::Vectors() = default;
 KvStore::Impl::Vectors::~Vectors() = default;
 
+void KvStore::Impl::Vectors::clear() {
+  by_key.clear();
+  count = 0;
+  hnsw.reset();
+  space.reset();
+  label_key.clear();
+  labels.clear();
+  live_labels = 0;
+}
+
 void KvStore::Impl::Vectors::add_to_hnsw(const std::string& key,
                                          const std::vector<std::vector<float>>& vectors) {
   for (const auto& v : vectors) {
@@ -121,6 +131,7 @@ std::vector<SearchItem> KvStore::Impl::do_search(const SearchOp& op) {
   if (op.query) {
     query = std::move(index_->embeddings->embed({*op.query}).at(0));
     normalize(query);
+    refresh_vectors();
   }
   struct Hit {
     Record record;

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <thread>
+
 #include "support/postgres_cluster.hpp"
 
 namespace {
@@ -128,6 +130,39 @@ TEST_CASE("PostgresStore: items survive reopening, an exclusive store has its ta
   }
   auto store = sg::PostgresStore::open(cluster.conninfo());
   CHECK(store->get({"users", "ada"}, "profile")->value["name"] == "Ada");
+}
+
+TEST_CASE("PostgresStore: two processes' semantic indexes stay fresh") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  auto index = [] {
+    return sg::IndexConfig{std::make_shared<sg::HashedNgramEmbeddings>(64), {"text"}};
+  };
+  auto a = sg::PostgresStore::open(cluster.conninfo(), {}, {}, index());
+  auto b = sg::PostgresStore::open(cluster.conninfo(), {}, {}, index());  // another process's
+  auto top = [](sg::Store& store, const std::string& query) {
+    const auto hits = store.search({.prefix = {"docs"}, .query = query, .limit = 1});
+    return hits.empty() ? std::string() : hits.front().item.key;
+  };
+  a->put({"docs"}, "cats", {{"text", "cats purr and sleep all day"}});
+  b->put({"docs"}, "rockets", {{"text", "rockets burn fuel to reach orbit"}});
+  CHECK(top(*a, "orbit fuel rockets") == "rockets");  // b's put, seen by a
+  CHECK(top(*b, "cats that purr") == "cats");         // a's put, seen by b
+  a->remove({"docs"}, "rockets");
+  CHECK(top(*b, "orbit fuel rockets") == "cats");  // the only one left
+  // Both write at once: each write that finds the other's change reloads and writes again.
+  std::thread other([&] {
+    for (int i = 0; i < 20; ++i)
+      b->put({"docs"}, "b" + std::to_string(i), {{"text", "bee " + std::to_string(i)}});
+  });
+  for (int i = 0; i < 20; ++i)
+    a->put({"docs"}, "a" + std::to_string(i), {{"text", "ant " + std::to_string(i)}});
+  other.join();
+  for (auto* store : {a.get(), b.get()}) {
+    CHECK(store->search({.prefix = {"docs"}, .query = "ant 7", .limit = 100}).size() == 41);
+    CHECK(top(*store, "bee 13") == "b13");
+    CHECK(top(*store, "ant 3") == "a3");
+  }
 }
 
 TEST_CASE("PostgresSaver: no server is a clear error, a restarted server is reconnected") {

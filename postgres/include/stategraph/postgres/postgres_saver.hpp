@@ -19,8 +19,7 @@ struct PostgresOptions {
   /// Hold a session lock on the table while open, so that a second saver or store on it (in any
   /// process) fails with "checkpoint.locked" / "store.locked" after waiting 3 s. An exclusive
   /// saver trusts its per-thread caches (no head read per run, no head check per write: faster,
-  /// docs/benchmarks.md); a store with an IndexConfig is always exclusive (its vectors live in
-  /// memory).
+  /// docs/benchmarks.md).
   bool exclusive = false;
   /// Prepare each statement once per connection (faster); false behind a pooler that does not
   /// keep prepared statements (PgBouncer in transaction mode).

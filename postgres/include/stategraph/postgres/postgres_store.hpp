@@ -11,9 +11,10 @@ namespace sg {
 
 /// A long-term memory store in PostgreSQL: KvStore's semantics (namespaces, typed filters, TTL,
 /// semantic search with an in-process index) over one table of (space, key, value) rows; each
-/// put is one transaction in one round trip. Processes may share a store without an index; a
-/// store with an IndexConfig (its vectors live in the process), or opened
-/// PostgresOptions::exclusive, holds a Postgres session lock on its table while open.
+/// put is one transaction in one round trip. Processes may share a store: the vectors of a store
+/// with an IndexConfig live in each process, and a search reloads them when another process
+/// changed them (a generation row each change of the vectors replaces). Opened
+/// PostgresOptions::exclusive, a store holds a Postgres session lock on its table instead.
 /// Thread-safe.
 class PostgresStore final : public KvStore {
  public:
