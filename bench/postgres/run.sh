@@ -26,30 +26,16 @@ if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
   echo "$want" >"$stamp"
 fi
 
-pgbin=/usr/lib/postgresql/15/bin
+source "$root/scripts/lib/throwaway-postgres.sh"
 work="$(mktemp -d /tmp/sg-bench-pg-XXXXXX)"
-pg_pid=""
 cleanup() {
-  if [[ -n "$pg_pid" ]]; then
-    kill -INT "$pg_pid" 2>/dev/null || true
-    # (a zombie counts as gone: whatever reaps orphans here may take its time)
-    while kill -0 "$pg_pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pg_pid")" != Z* ]]; do sleep 0.1; done
-  fi
+  pg_throwaway_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
-as_pg=()
-if [[ $(id -u) -eq 0 ]]; then
-  chown postgres:postgres "$work"
-  as_pg=(runuser -u postgres --)
-fi
 # A durable server this time (fsync on, as in production), on a unix socket of its own.
-"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
-  >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -t 30 -s \
-  -o "-c listen_addresses='' -p 54330 -k $work" start
-pg_pid="$(head -1 "$work/pg/postmaster.pid")"
-"${as_pg[@]}" "$pgbin/createdb" -h "$work" -p 54330 -U postgres bench
+pg_throwaway_start "$work" 54330
+"${pg_as[@]}" "$pg_bin/createdb" -h "$work" -p 54330 -U postgres bench
 
 results="$work/results.jsonl"
 echo "run.sh: LangGraph.js loop on its PostgresSaver" >&2

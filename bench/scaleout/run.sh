@@ -29,9 +29,9 @@ while [[ $# -gt 0 ]]; do
 done
 [[ -x "$cli" ]] || { echo "run.sh: no $cli (give --cli PATH)" >&2; exit 1; }
 
-pgbin=/usr/lib/postgresql/15/bin
+source "$root/scripts/lib/throwaway-postgres.sh"
+source "$root/scripts/lib/serve-url.sh"
 work="$(mktemp -d /tmp/sg-scaleout-XXXXXX)"
-pg_pid=""
 servers=()
 stop_servers() {
   for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; done
@@ -40,25 +40,12 @@ stop_servers() {
 }
 cleanup() {
   stop_servers
-  if [[ -n "$pg_pid" ]]; then
-    kill -INT "$pg_pid" 2>/dev/null || true
-    # (a zombie counts as gone: whatever reaps orphans here may take its time)
-    while kill -0 "$pg_pid" 2>/dev/null && [[ "$(ps -o stat= -p "$pg_pid")" != Z* ]]; do sleep 0.1; done
-  fi
+  pg_throwaway_stop
   rm -rf "$work"
 }
 trap cleanup EXIT
-as_pg=()
-if [[ $(id -u) -eq 0 ]]; then
-  chown postgres:postgres "$work"
-  as_pg=(runuser -u postgres --)
-fi
-"${as_pg[@]}" "$pgbin/initdb" -D "$work/pg" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
-  >"$work/initdb.log" 2>&1 || { cat "$work/initdb.log" >&2; exit 1; }
-"${as_pg[@]}" "$pgbin/pg_ctl" -D "$work/pg" -l "$work/pg.log" -w -t 30 -s \
-  -o "-c listen_addresses='' -p 54332 -k $work -c max_connections=200" start
-pg_pid="$(head -1 "$work/pg/postmaster.pid")"
-
+# Durable (fsync on, as in production).
+pg_throwaway_start "$work" 54332 -c max_connections=200
 # CPU seconds (user + system) of a process and its threads.
 cpu_of() { awk -v t="$(getconf CLK_TCK)" '{print ($14 + $15) / t}' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # CPU seconds of every postgres process (the cluster's server backends included).
@@ -71,7 +58,7 @@ pg_cpu() {
 results="$work/results.jsonl"
 for n in $processes; do
   db="scale$n"
-  "${as_pg[@]}" "$pgbin/createdb" -h "$work" -p 54332 -U postgres "$db"
+  "${pg_as[@]}" "$pg_bin/createdb" -h "$work" -p 54332 -U postgres "$db"
   url="postgresql:///$db?host=$work&port=54332&user=postgres"
   urls=()
   for i in $(seq 1 "$n"); do
@@ -79,14 +66,7 @@ for n in $processes; do
     servers+=($!)
   done
   for i in $(seq 1 "$n"); do
-    u=""
-    for _ in $(seq 1 300); do
-      u="$(grep -o 'http://127\.0\.0\.1:[0-9]*' "$work/out$i" || true)"
-      [[ -n "$u" ]] && break
-      sleep 0.1
-    done
-    [[ -n "$u" ]] || { echo "run.sh: server $i did not start:" >&2; cat "$work/err$i" >&2; exit 1; }
-    urls+=("$u")
+    urls+=("$(serve_url "$work/out$i" "${servers[$((i - 1))]}")")
   done
   joined="$(IFS=,; echo "${urls[*]}")"
   echo "run.sh: $n server process(es), $concurrency clients, ${duration}s" >&2

@@ -294,6 +294,10 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
       run = run_of(id, thread_id, spec);
       forward = spec.value("stream", false);
       std::lock_guard lock(mu_);
+      // A join here that waited for the run elsewhere reads it here now: its channel becomes
+      // the run's.
+      if (const auto f = followers_.find(id); f != followers_.end())
+        run->channel = f->second.channel;
       local_[id] = run;
     }
     run->attempt = attempt;

@@ -20,6 +20,7 @@
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
 import { Client } from "@langchain/langgraph-sdk";
+import { expectHttpError, pause, poll as pollUntil } from "./helpers.mjs";
 
 const API_URL = (process.env.LG_API_URL ?? "").replace(/\/+$/, "");
 if (!API_URL) {
@@ -37,6 +38,8 @@ const SUITE = `sdkconf-${Date.now().toString(36)}-${Math.random().toString(36).s
 const TEST_TIMEOUT = 120_000;
 const POLL_TIMEOUT = 60_000;
 const POLL_INTERVAL = 50;
+const poll = (what, fn, pred, timeout = POLL_TIMEOUT) =>
+  pollUntil(what, fn, pred, timeout, POLL_INTERVAL);
 // A run that is always cancelled before it ends: the echo node waits this long.
 const LONG_SLEEP = "sleep:60000";
 
@@ -64,7 +67,6 @@ const isUuid = (s) =>
   /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(s);
 const isTime = (s) => typeof s === "string" && !Number.isNaN(Date.parse(s));
 const isObject = (x) => x !== null && typeof x === "object" && !Array.isArray(x);
-const pause = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const uniqueLabel = (what) => `${what}-${Math.random().toString(36).slice(2, 10)}`;
 
 function it(name, fn) {
@@ -86,34 +88,6 @@ async function uuid5(namespace, name) {
 const GRAPH_ASSISTANT_ID = await uuid5(NAMESPACE_GRAPH, GRAPH_ID);
 const INTERRUPT_ASSISTANT_ID = await uuid5(NAMESPACE_GRAPH, INTERRUPT_GRAPH_ID);
 
-// Expects the call to fail with one of the HTTP statuses; returns the SDK's HTTPError.
-async function expectHttpError(promiseOrFn, statuses, what) {
-  try {
-    await (typeof promiseOrFn === "function" ? promiseOrFn() : promiseOrFn);
-  } catch (err) {
-    assert.ok(
-      statuses.includes(err?.status),
-      `${what}: expected HTTP ${statuses.join(" or ")}, got ${err?.status ?? "no status"}: ${err?.message ?? err}`,
-    );
-    return err;
-  }
-  assert.fail(`${what}: expected HTTP ${statuses.join(" or ")}, but the call succeeded`);
-}
-
-// Polls fn() until pred(value) holds; fails with the last value after the timeout.
-async function poll(what, fn, pred, timeout = POLL_TIMEOUT) {
-  const deadline = Date.now() + timeout;
-  for (;;) {
-    const value = await fn();
-    if (pred(value)) return value;
-    if (Date.now() > deadline) {
-      assert.fail(
-        `timed out after ${timeout} ms waiting for ${what}; last: ${JSON.stringify(value)}`,
-      );
-    }
-    await pause(POLL_INTERVAL);
-  }
-}
 
 const runStatus = async (threadId, runId) => (await client.runs.get(threadId, runId)).status;
 const waitRun = (threadId, runId, pred, what = "run status") =>
