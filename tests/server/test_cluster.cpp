@@ -1,0 +1,132 @@
+// Two servers in one process on one PostgreSQL database (as two processes would be): they share
+// the runs (server/src/cluster.cpp). Here under ThreadSanitizer too; the multi-process tests are
+// tests/cli/test_serve_cli.cpp and tests/sdk/cluster.test.mjs.
+#include <stategraph/postgres/postgres_saver.hpp>
+#include <stategraph/postgres/postgres_store.hpp>
+
+#include <atomic>
+#include <map>
+#include <thread>
+
+#include "server_fixture.hpp"
+#include "support/postgres_cluster.hpp"
+
+namespace {
+
+using nlohmann::json;
+using sg::test::contents;
+using sg::test::human_input;
+using sg::test::Served;
+
+sg::ServerOptions cluster_options(const std::string& conninfo) {
+  sg::ServerOptions options;
+  options.checkpointer = sg::PostgresSaver::open(conninfo);
+  options.store = sg::PostgresStore::open(conninfo);
+  options.records = sg::PostgresStore::open(conninfo, {.table = "sg_records"});
+  options.run_workers = 4;
+  options.cluster.conninfo = conninfo;
+  options.cluster.lease = std::chrono::milliseconds(1000);
+  return options;
+}
+
+std::string run_status(Served& s, const std::string& thread_id, const std::string& run_id) {
+  return s.get_json("/threads/" + thread_id + "/runs/" + run_id).value("status", "");
+}
+
+bool eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 1000; ++i) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("cluster: two servers share the runs of their threads") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  Served a(cluster_options(cluster.conninfo()));
+  Served b(cluster_options(cluster.conninfo()));
+  std::vector<Served*> servers{&a, &b};
+
+  SUBCASE("enqueued runs from both servers on shared threads all run, one at a time") {
+    constexpr int kThreads = 4;
+    constexpr int kRunsPerClient = 6;
+    std::vector<std::string> threads;
+    for (int i = 0; i < kThreads; ++i) threads.push_back(a.new_thread());
+    std::atomic<bool> sampling{true};
+    std::atomic<int> overlaps{0};
+    std::thread sampler([&] {
+      sg::pg::Connection db(cluster.conninfo());
+      while (sampling) {
+        const auto r = db.exec(
+            "SELECT count(*) FROM (SELECT thread_id FROM sg_run WHERE status = 'running' "
+            "GROUP BY thread_id HAVING count(*) > 1) t");
+        overlaps += static_cast<int>(r.get_int(0, 0));
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    });
+    std::vector<std::thread> clients;
+    for (int c = 0; c < 2; ++c) {
+      clients.emplace_back([&, c] {
+        Served& s = *servers[static_cast<std::size_t>(c)];
+        for (int i = 0; i < kRunsPerClient; ++i) {
+          const std::string& thread_id = threads[static_cast<std::size_t>(i % kThreads)];
+          const auto r =
+              s.post("/threads/" + thread_id + "/runs", json{{"assistant_id", "agent"},
+                                                             {"input", human_input("sleep:10")},
+                                                             {"multitask_strategy", "enqueue"}});
+          CHECK(r.status == 200);
+        }
+      });
+    }
+    for (auto& t : clients) t.join();
+    for (const auto& thread_id : threads) {
+      CHECK(eventually([&] { return b.get_json("/threads/" + thread_id)["status"] == "idle"; }));
+    }
+    sampling = false;
+    sampler.join();
+    CHECK(overlaps.load() == 0);
+    std::size_t messages = 0;
+    for (const auto& thread_id : threads) {
+      const auto runs = a.get_json("/threads/" + thread_id + "/runs?limit=100");
+      for (const auto& run : runs) CHECK(run["status"] == "success");
+      messages += contents(a.get_json("/threads/" + thread_id + "/state")["values"]).size();
+    }
+    CHECK(messages == 2 * 2 * kRunsPerClient);
+  }
+
+  SUBCASE("cancel and join from the server that does not execute the run") {
+    const std::string thread_id = a.new_thread();
+    const auto run = a.post_json("/threads/" + thread_id + "/runs",
+                                 {{"assistant_id", "agent"}, {"input", human_input("sleep:300")}});
+    const std::string run_id = run["run_id"];
+    const auto joined = b.get("/threads/" + thread_id + "/runs/" + run_id + "/join");
+    REQUIRE(joined.status == 200);
+    CHECK(contents(json::parse(joined.body)).back() == "echo: sleep:300");
+
+    const auto slow =
+        a.post_json("/threads/" + thread_id + "/runs",
+                    {{"assistant_id", "agent"}, {"input", human_input("sleep:20000")}});
+    const std::string slow_id = slow["run_id"];
+    REQUIRE(eventually([&] { return run_status(b, thread_id, slow_id) == "running"; }));
+    const auto cancelled =
+        b.post("/threads/" + thread_id + "/runs/" + slow_id + "/cancel?wait=1", "");
+    CHECK(cancelled.status / 100 == 2);
+    CHECK(run_status(a, thread_id, slow_id) == "interrupted");
+    CHECK(eventually([&] { return a.get_json("/threads/" + thread_id)["status"] == "idle"; }));
+  }
+
+  SUBCASE("a stopping server's running run is finished by the other") {
+    const std::string thread_id = a.new_thread();
+    const auto run = a.post_json("/threads/" + thread_id + "/runs",
+                                 {{"assistant_id", "agent"}, {"input", human_input("sleep:500")}});
+    const std::string run_id = run["run_id"];
+    REQUIRE(eventually([&] { return run_status(b, thread_id, run_id) == "running"; }));
+    a.server.stop();  // its run goes back to the queue
+    CHECK(eventually([&] { return run_status(b, thread_id, run_id) == "success"; }));
+    CHECK(contents(b.get_json("/threads/" + thread_id + "/state")["values"]) ==
+          std::vector<std::string>{"sleep:500", "echo: sleep:500"});
+  }
+}
