@@ -334,8 +334,9 @@ const bench::Register summarize_rocksdb_sync("summarize_trim:rocksdb_sync",
                                              [] { return run_summarize("rocksdb_sync"); });
 const bench::Register summarize_postgres("summarize_trim:postgres",
                                          [] { return run_summarize("postgres"); });
-const bench::Register summarize_postgres_exclusive(
-    "summarize_trim:postgres_exclusive", [] { return run_summarize("postgres_exclusive"); });
+const bench::Register summarize_postgres_exclusive("summarize_trim:postgres_exclusive", [] {
+  return run_summarize("postgres_exclusive");
+});
 
 // -------------------------------------------------------------------------- checkpoint_io
 
