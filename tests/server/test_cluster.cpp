@@ -118,6 +118,31 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
     CHECK(eventually([&] { return a.get_json("/threads/" + thread_id)["status"] == "idle"; }));
   }
 
+  SUBCASE("a run whose workers died max_attempts times fails, its thread too") {
+    const std::string thread_id = a.new_thread();
+    const auto run =
+        a.post_json("/threads/" + thread_id + "/runs",
+                    {{"assistant_id", "agent"}, {"input", human_input("sleep:20000")}});
+    const std::string run_id = run["run_id"];
+    REQUIRE(eventually([&] { return run_status(b, thread_id, run_id) == "running"; }));
+    // As if its third worker had died: another worker name, a lease run out. Its executor
+    // loses it at the next heartbeat, the sweeper fails it.
+    sg::pg::Connection db(cluster.conninfo());
+    (void)db.exec(
+        "UPDATE sg_run SET attempt = 3, worker = 'dead:1:x', "
+        "lease_until = clock_timestamp() - interval '1 second' WHERE run_id = $1",
+        sg::pg::Params().text(run_id));
+    CHECK(eventually([&] { return run_status(b, thread_id, run_id) == "error"; }));
+    CHECK(eventually([&] { return a.get_json("/threads/" + thread_id)["status"] == "error"; }));
+    const auto joined = b.get("/threads/" + thread_id + "/runs/" + run_id + "/join");
+    CHECK(joined.status == 200);
+    // The thread takes new runs.
+    const auto waited = b.post("/threads/" + thread_id + "/runs/wait",
+                               json{{"assistant_id", "agent"}, {"input", human_input("next")}});
+    REQUIRE(waited.status == 200);
+    CHECK(contents(json::parse(waited.body)).back() == "echo: next");
+  }
+
   SUBCASE("a stopping server's running run is finished by the other") {
     const std::string thread_id = a.new_thread();
     const auto run = a.post_json("/threads/" + thread_id + "/runs",
