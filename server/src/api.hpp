@@ -211,11 +211,13 @@ class ThreadRegistry {
   [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
   /// Every record (for the start-up sweep).
   [[nodiscard]] std::vector<nlohmann::json> all() const;
-  /// Runs shared with other processes (a cluster): whether a thread is busy comes from `busy`
-  /// (one thread) and `busy_all` (the busy ones), not from this process's runs. Call before
-  /// serving.
-  void share_busy(std::function<bool(const std::string&)> busy,
-                  std::function<std::set<std::string>()> busy_all);
+  /// Threads shared with other processes (a cluster): whether a thread is busy comes from
+  /// `busy` (one thread) and `busy_all` (the busy ones), not from this process's runs; each
+  /// change of a record holds `lock(thread_id)` (the handle releases it) so that processes do not
+  /// overwrite each other's changes. Call before serving.
+  void share(std::function<bool(const std::string&)> busy,
+             std::function<std::set<std::string>()> busy_all,
+             std::function<std::shared_ptr<void>(const std::string&)> lock);
 
  private:
   /// The record; `as_shown`: with the status a cluster's run queue gives it (false for a
@@ -228,8 +230,15 @@ class ThreadRegistry {
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json, std::less<>> busy_;  // the busy threads' records
-  std::function<bool(const std::string&)> shared_busy_;      // a cluster's (share_busy)
+  /// Locks a record for a change: the cluster's lock of the thread (when shared), then mu_.
+  struct ChangeLock {
+    ChangeLock(const ThreadRegistry& registry, const std::string& thread_id);
+    std::shared_ptr<void> shared;
+    std::lock_guard<std::mutex> local;
+  };
+  std::function<bool(const std::string&)> shared_busy_;  // a cluster's (share())
   std::function<std::set<std::string>()> shared_busy_all_;
+  std::function<std::shared_ptr<void>(const std::string&)> shared_lock_;
 };
 
 /// A registered graph and its system assistant.

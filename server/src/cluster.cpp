@@ -142,8 +142,9 @@ RunManager::Cluster::Cluster(RunManager& manager, const ClusterOptions& options)
     (void)c.pipeline(schema);
     return 0;
   });
-  m_.threads_.share_busy([this](const std::string& thread_id) { return busy(thread_id); },
-                         [this] { return busy_threads(); });
+  m_.threads_.share([this](const std::string& thread_id) { return busy(thread_id); },
+                    [this] { return busy_threads(); },
+                    [this](const std::string& thread_id) { return lock_thread_record(thread_id); });
   thread_ = std::thread([this] { background(); });
 }
 
@@ -323,10 +324,13 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
   } catch (const std::exception&) {
     release_worker();
     if (run) {
+      // The claim got through: the sweeper gives the run back once its lease runs out, and
+      // whoever runs it then ends it for the followers here.
       std::lock_guard lock(mu_);
       executing_.erase(run->run_id);
+      followers_.try_emplace(run->run_id, Follower{run->channel, 0});
     }
-    return false;  // the sweeper gives the run back if the claim got through
+    return false;
   }
   if (!cancel.empty()) {
     std::lock_guard lock(m_.state_->mu);
@@ -536,6 +540,7 @@ void RunManager::Cluster::background() {
   const auto beat_every = std::max(options_.lease / 3, std::chrono::milliseconds(50));
   auto next_beat = Clock::now() + beat_every;
   auto next_poll = Clock::now();
+  auto next_cleanup = Clock::now() + options_.event_retention;
   std::unique_ptr<pg::Connection> listener;
   while (!stop_) {
     try {
@@ -601,6 +606,10 @@ void RunManager::Cluster::background() {
         claimable = true;
         next_poll = now + std::chrono::seconds(1);
       }
+      if (now >= next_cleanup) {
+        forget_old_events();
+        next_cleanup = now + options_.event_retention;
+      }
       if (claimable) claim_all();
     } catch (const std::exception&) {
       listener.reset();  // the database restarted or the connection broke: listen anew
@@ -661,6 +670,44 @@ void RunManager::Cluster::sweep() {
       m_.threads_.set_status(std::string(swept.get(row, 1)), "error");
     }
   }
+}
+
+void RunManager::Cluster::forget_old_events() {
+  // Followers in other processes read up to the end as soon as they hear of it.
+  using namespace std::chrono;
+  const std::string before =
+      iso_timestamp(duration_cast<microseconds>(
+                        (system_clock::now() - options_.event_retention).time_since_epoch())
+                        .count());
+  db([&](pg::Connection& c) {
+    return c.exec(
+        "DELETE FROM sg_run_event e USING sg_run r WHERE e.run_id = r.run_id AND r.status NOT "
+        "IN ('pending', 'running') AND r.record->>'updated_at' < $1",
+        pg::Params().text(before));
+  });
+}
+
+std::shared_ptr<void> RunManager::Cluster::lock_thread_record(const std::string& thread_id) {
+  // A session lock on a connection of the pool, released (and the connection given back) with
+  // the handle; a broken connection takes its lock with it.
+  struct Held {
+    pg::Pool::Lease lease;
+    pg::Params key;
+    Held(pg::Pool::Lease l, pg::Params k) : lease(std::move(l)), key(std::move(k)) {}
+    Held(const Held&) = delete;
+    Held& operator=(const Held&) = delete;
+    ~Held() {
+      try {
+        (void)lease->exec(
+            "SELECT pg_advisory_unlock(hashtextextended('sg_thread_record:' || $1, 0))", key);
+      } catch (const std::exception&) {
+      }
+    }
+  };
+  auto held = std::make_shared<Held>(pool_.acquire(), pg::Params().text(thread_id));
+  (void)held->lease->exec("SELECT pg_advisory_lock(hashtextextended('sg_thread_record:' || $1, 0))",
+                          held->key);
+  return held;
 }
 
 bool RunManager::Cluster::busy(const std::string& thread_id) {

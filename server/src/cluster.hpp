@@ -50,6 +50,8 @@ struct RunManager::Cluster {
   [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
   [[nodiscard]] bool busy(const std::string& thread_id);
   [[nodiscard]] std::set<std::string> busy_threads();
+  /// Holds the cross-process lock of a thread's record until the handle is released.
+  [[nodiscard]] std::shared_ptr<void> lock_thread_record(const std::string& thread_id);
   void remove_thread(const std::string& thread_id);
   /// Stops the runs executing here (the server stops): they go back to the queue, and another
   /// process continues them.
@@ -66,6 +68,8 @@ struct RunManager::Cluster {
   void background();
   void heartbeat();
   void sweep();
+  /// Deletes the stream events of runs that ended more than ClusterOptions::event_retention ago.
+  void forget_old_events();
   /// A follower here of a run executed elsewhere: its new events and, once it ended, its result.
   void catch_up(const std::string& run_id);
   /// The channel that follows run `run_id` (executed elsewhere), from its `from_event` on.

@@ -111,12 +111,18 @@ std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id, bo
   return std::move(item->value);
 }
 
-void ThreadRegistry::share_busy(std::function<bool(const std::string&)> busy,
-                                std::function<std::set<std::string>()> busy_all) {
-  std::lock_guard lock(mu_);
+void ThreadRegistry::share(std::function<bool(const std::string&)> busy,
+                           std::function<std::set<std::string>()> busy_all,
+                           std::function<std::shared_ptr<void>(const std::string&)> lock) {
+  std::lock_guard guard(mu_);
   shared_busy_ = std::move(busy);
   shared_busy_all_ = std::move(busy_all);
+  shared_lock_ = std::move(lock);
 }
+
+ThreadRegistry::ChangeLock::ChangeLock(const ThreadRegistry& registry, const std::string& thread_id)
+    : shared(registry.shared_lock_ ? registry.shared_lock_(thread_id) : nullptr),
+      local(registry.mu_) {}
 
 std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
   std::lock_guard lock(mu_);
@@ -137,8 +143,8 @@ json ThreadRegistry::require(const std::string& thread_id) const {
 
 json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
   require_uuid(thread_id, "thread id");
-  std::lock_guard lock(mu_);
-  if (auto existing = find_locked(thread_id)) return *existing;
+  const ChangeLock lock(*this, thread_id);
+  if (auto existing = find_locked(thread_id, false)) return *existing;
   const std::string now = iso_timestamp_now();
   json thread = {{"thread_id", thread_id}, {"created_at", now},
                  {"updated_at", now},      {"metadata", metadata},
@@ -176,19 +182,23 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
 ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
   const json body = body_object(request);
   const json metadata = metadata_field(body);
-  std::lock_guard lock(mu_);
-  json thread = require_locked(thread_id, false);
-  for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
-  thread["updated_at"] = iso_timestamp_now();
-  records_->put(threads_namespace(), thread_id, thread);
-  if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
+  json thread;
+  {
+    const ChangeLock lock(*this, thread_id);
+    thread = require_locked(thread_id, false);
+    for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
+    thread["updated_at"] = iso_timestamp_now();
+    records_->put(threads_namespace(), thread_id, thread);
+    if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
+  }
+  // (not under the lock: a cluster's busy query takes another connection of its pool)
   if (shared_busy_ && shared_busy_(thread_id)) thread["status"] = "busy";
   return json_response(thread);
 }
 
 void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
                                 const json& metadata) {
-  std::lock_guard lock(mu_);
+  const ChangeLock lock(*this, thread_id);
   auto thread = find_locked(thread_id, false);
   if (!thread) return;
   bool metadata_changed = false;
@@ -214,7 +224,7 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
 }
 
 bool ThreadRegistry::remove_record(const std::string& thread_id) {
-  std::lock_guard lock(mu_);
+  const ChangeLock lock(*this, thread_id);
   if (!find_locked(thread_id, false)) return false;
   busy_.erase(thread_id);
   records_->remove(threads_namespace(), thread_id);

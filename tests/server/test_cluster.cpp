@@ -97,6 +97,25 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
     CHECK(messages == 2 * 2 * kRunsPerClient);
   }
 
+  SUBCASE("metadata changes of one thread from both servers at once are all kept") {
+    const std::string thread_id = a.new_thread();
+    constexpr int kPatches = 15;
+    std::vector<std::thread> patchers;
+    for (int p = 0; p < 2; ++p) {
+      patchers.emplace_back([&, p] {
+        Served& s = *servers[static_cast<std::size_t>(p)];
+        for (int i = 0; i < kPatches; ++i) {
+          const auto r = sg::test::http_request(
+              "PATCH", s.server.url() + "/threads/" + thread_id,
+              json{{"metadata", {{"k" + std::to_string(p) + "_" + std::to_string(i), i}}}}.dump());
+          CHECK(r.status == 200);
+        }
+      });
+    }
+    for (auto& t : patchers) t.join();
+    CHECK(b.get_json("/threads/" + thread_id)["metadata"].size() == 2 * kPatches);
+  }
+
   SUBCASE("cancel and join from the server that does not execute the run") {
     const std::string thread_id = a.new_thread();
     const auto run = a.post_json("/threads/" + thread_id + "/runs",
@@ -141,6 +160,37 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
                                json{{"assistant_id", "agent"}, {"input", human_input("next")}});
     REQUIRE(waited.status == 200);
     CHECK(contents(json::parse(waited.body)).back() == "echo: next");
+  }
+
+  SUBCASE("the stream events of ended runs are deleted after event_retention") {
+    auto options = cluster_options(cluster.conninfo());
+    options.cluster.event_retention = std::chrono::milliseconds(200);
+    Served c(std::move(options));
+    const std::string thread_id = c.new_thread();
+    const auto done = c.post_json("/threads/" + thread_id + "/runs/wait",
+                                  {{"assistant_id", "agent"}, {"input", human_input("hi")}});
+    const auto running =
+        c.post_json("/threads/" + thread_id + "/runs",
+                    {{"assistant_id", "agent"}, {"input", human_input("sleep:3000")}});
+    const std::string running_id = running["run_id"];
+    sg::pg::Connection db(cluster.conninfo());
+    const auto ended =
+        db.exec("SELECT run_id FROM sg_run WHERE thread_id = $1 AND status = 'success'",
+                sg::pg::Params().text(thread_id));
+    REQUIRE(ended.rows() == 1);
+    for (const std::string& run_id : {std::string(ended.get(0, 0)), running_id}) {
+      (void)db.exec("INSERT INTO sg_run_event VALUES ($1, 0, 'values', 'values', '{}')",
+                    sg::pg::Params().text(run_id));
+    }
+    auto events_of = [&](const std::string& run_id) {
+      return db
+          .exec("SELECT count(*) FROM sg_run_event WHERE run_id = $1",
+                sg::pg::Params().text(run_id))
+          .get_int(0, 0);
+    };
+    CHECK(eventually([&] { return events_of(std::string(ended.get(0, 0))) == 0; }));
+    CHECK(events_of(running_id) == 1);  // its run goes on
+    (void)done;
   }
 
   SUBCASE("a stopping server's running run is finished by the other") {

@@ -37,6 +37,9 @@ struct ClusterOptions {
   std::chrono::milliseconds lease{std::chrono::seconds(10)};
   /// Attempts of a run before the sweeper marks it failed.
   int max_attempts = 3;
+  /// How long the stream events of an ended run stay in sg_run_event (for a stream in another
+  /// process still reading them); also how often they are cleaned up.
+  std::chrono::milliseconds event_retention{std::chrono::seconds(60)};
 };
 
 struct ServerOptions {
