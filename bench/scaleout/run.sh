@@ -33,9 +33,13 @@ source "$root/scripts/lib/throwaway-postgres.sh"
 source "$root/scripts/lib/serve-url.sh"
 work="$(mktemp -d /tmp/sg-scaleout-XXXXXX)"
 servers=()
-stop_servers() {
+stop_servers() {  # SIGTERM, then SIGKILL after 10 s
   for pid in "${servers[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pid in "${servers[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for pid in "${servers[@]}"; do
+    for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    kill -9 "$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
   servers=()
 }
 cleanup() {

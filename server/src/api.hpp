@@ -220,12 +220,12 @@ class ThreadRegistry {
              std::function<std::shared_ptr<void>(const std::string&)> lock);
 
  private:
-  /// The record; `as_shown`: with the status a cluster's run queue gives it (false for a
-  /// read-modify-write, whose write must keep the stored status).
-  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id,
-                                                          bool as_shown = true) const;
-  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id,
-                                              bool as_shown = true) const;
+  /// The stored record (a cluster's busy status not applied: show_status()). Caller holds mu_.
+  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
+  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id) const;
+  /// Sets a cluster's "busy" status on a record. Not under mu_ (a cluster's query takes a
+  /// connection of its pool, which a change holding its thread's lock may be waiting for).
+  void show_status(nlohmann::json& thread) const;
 
   std::shared_ptr<Store> records_;
   mutable std::mutex mu_;

@@ -102,13 +102,18 @@ ApiResponse no_content() {
 
 ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> records) : records_(std::move(records)) {}
 
-std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id, bool as_shown) const {
+std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id) const {
   if (const auto busy = busy_.find(thread_id); busy != busy_.end())
     return std::optional<json>(busy->second);
   auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
-  if (as_shown && shared_busy_ && shared_busy_(thread_id)) item->value["status"] = "busy";
   return std::move(item->value);
+}
+
+void ThreadRegistry::show_status(json& thread) const {
+  if (shared_busy_ && shared_busy_(thread.value("thread_id", std::string()))) {
+    thread["status"] = "busy";
+  }
 }
 
 void ThreadRegistry::share(std::function<bool(const std::string&)> busy,
@@ -125,26 +130,36 @@ ThreadRegistry::ChangeLock::ChangeLock(const ThreadRegistry& registry, const std
       local(registry.mu_) {}
 
 std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
-  std::lock_guard lock(mu_);
-  return find_locked(thread_id);
+  std::optional<json> thread;
+  {
+    std::lock_guard lock(mu_);
+    thread = find_locked(thread_id);
+  }
+  if (thread) show_status(*thread);  // not under mu_: a cluster's query takes a connection
+  return thread;
 }
 
-json ThreadRegistry::require_locked(const std::string& thread_id, bool as_shown) const {
+json ThreadRegistry::require_locked(const std::string& thread_id) const {
   require_uuid(thread_id, "thread id");
-  auto thread = find_locked(thread_id, as_shown);
+  auto thread = find_locked(thread_id);
   if (!thread) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
   return *std::move(thread);
 }
 
 json ThreadRegistry::require(const std::string& thread_id) const {
-  std::lock_guard lock(mu_);
-  return require_locked(thread_id);
+  json thread;
+  {
+    std::lock_guard lock(mu_);
+    thread = require_locked(thread_id);
+  }
+  show_status(thread);
+  return thread;
 }
 
 json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
   require_uuid(thread_id, "thread id");
   const ChangeLock lock(*this, thread_id);
-  if (auto existing = find_locked(thread_id, false)) return *existing;
+  if (auto existing = find_locked(thread_id)) return *existing;
   const std::string now = iso_timestamp_now();
   json thread = {{"thread_id", thread_id}, {"created_at", now},
                  {"updated_at", now},      {"metadata", metadata},
@@ -185,21 +200,39 @@ ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest
   json thread;
   {
     const ChangeLock lock(*this, thread_id);
-    thread = require_locked(thread_id, false);
+    thread = require_locked(thread_id);
     for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
     thread["updated_at"] = iso_timestamp_now();
     records_->put(threads_namespace(), thread_id, thread);
     if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
   }
-  // (not under the lock: a cluster's busy query takes another connection of its pool)
-  if (shared_busy_ && shared_busy_(thread_id)) thread["status"] = "busy";
+  show_status(thread);  // not under the lock: a cluster's query takes a connection
   return json_response(thread);
 }
 
 void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
                                 const json& metadata) {
+  if (status == "busy" && shared_lock_) {
+    // In a cluster "busy" is not stored: nothing to change (nor to lock) unless the metadata
+    // gains something.
+    std::optional<json> stored;
+    {
+      std::lock_guard guard(mu_);
+      stored = find_locked(thread_id);
+    }
+    if (!stored) return;
+    const json& has = (*stored)["metadata"];
+    bool changes = false;
+    if (metadata.is_object()) {
+      for (auto it = metadata.begin(); it != metadata.end(); ++it) {
+        const auto old = has.find(it.key());
+        if (old == has.end() || *old != *it) changes = true;
+      }
+    }
+    if (!changes) return;
+  }
   const ChangeLock lock(*this, thread_id);
-  auto thread = find_locked(thread_id, false);
+  auto thread = find_locked(thread_id);
   if (!thread) return;
   bool metadata_changed = false;
   if (metadata.is_object()) {
@@ -225,7 +258,7 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
 
 bool ThreadRegistry::remove_record(const std::string& thread_id) {
   const ChangeLock lock(*this, thread_id);
-  if (!find_locked(thread_id, false)) return false;
+  if (!find_locked(thread_id)) return false;
   busy_.erase(thread_id);
   records_->remove(threads_namespace(), thread_id);
   return true;
@@ -233,9 +266,10 @@ bool ThreadRegistry::remove_record(const std::string& thread_id) {
 
 std::vector<json> ThreadRegistry::all() const {
   std::vector<json> out;
-  std::lock_guard lock(mu_);
+  // Before mu_: a cluster's query takes a connection that a record's change may hold.
   const std::set<std::string> shared_busy =
       shared_busy_all_ ? shared_busy_all_() : std::set<std::string>();
+  std::lock_guard lock(mu_);
   for (auto& hit : all_records(*records_, threads_namespace())) {
     const auto busy = busy_.find(hit.item.key);
     out.push_back(busy != busy_.end() ? busy->second : std::move(hit.item.value));

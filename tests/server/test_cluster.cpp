@@ -68,16 +68,18 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
       }
     });
     std::vector<std::thread> clients;
-    for (int c = 0; c < 2; ++c) {
+    constexpr int kClients = 4;  // 2 per server: reads of threads while runs end (a deadlock once)
+    for (int c = 0; c < kClients; ++c) {
       clients.emplace_back([&, c] {
-        Served& s = *servers[static_cast<std::size_t>(c)];
+        Served& s = *servers[static_cast<std::size_t>(c % 2)];
         for (int i = 0; i < kRunsPerClient; ++i) {
-          const std::string& thread_id = threads[static_cast<std::size_t>(i % kThreads)];
+          const std::string& thread_id = threads[static_cast<std::size_t>((i + c) % kThreads)];
           const auto r =
               s.post("/threads/" + thread_id + "/runs", json{{"assistant_id", "agent"},
                                                              {"input", human_input("sleep:10")},
                                                              {"multitask_strategy", "enqueue"}});
           CHECK(r.status == 200);
+          CHECK(s.get("/threads/" + thread_id).status == 200);
         }
       });
     }
@@ -94,7 +96,7 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
       for (const auto& run : runs) CHECK(run["status"] == "success");
       messages += contents(a.get_json("/threads/" + thread_id + "/state")["values"]).size();
     }
-    CHECK(messages == 2 * 2 * kRunsPerClient);
+    CHECK(messages == 2 * kClients * kRunsPerClient);
   }
 
   SUBCASE("metadata changes of one thread from both servers at once are all kept") {
