@@ -453,9 +453,14 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
         delete_thread = true;
       } else {
         const bool graph_interrupt = status == "interrupted" && !run->token.cancelled();
-        m_.threads_.set_status(run->thread_id, status == "error" ? "error"
-                                               : graph_interrupt ? "interrupted"
-                                                                 : "idle");
+        try {
+          m_.threads_.set_status(run->thread_id, status == "error" ? "error"
+                                                 : graph_interrupt ? "interrupted"
+                                                                   : "idle");
+        } catch (const std::exception&) {
+          // The run's end is recorded (sg_run); the record keeps its older status, and the
+          // worker must still be given back.
+        }
       }
     }
     if (delete_thread) {
@@ -470,18 +475,27 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
         remove_thread(run->thread_id);
       } catch (const std::exception&) {
       }
-      m_.threads_.remove_record(run->thread_id);
+      try {
+        m_.threads_.remove_record(run->thread_id);
+      } catch (const std::exception&) {
+        // A temporary thread's record left behind costs space only.
+      }
     }
     run->channel->finish(result);
   }
   {
+    // The worker is free (claim_all() may give it the next run), but shutdown waits until this
+    // thread is out of the cluster's code (finishing).
     std::lock_guard lock(m_.state_->mu);
     if (!fenced && run->resumable) m_.keep_ended_resumable(*run);
     --m_.state_->executing;
-    m_.state_->drained.notify_all();
+    ++m_.state_->finishing;
   }
   if (fenced) catch_up(run->run_id);
   claim_all();
+  std::lock_guard lock(m_.state_->mu);
+  --m_.state_->finishing;
+  m_.state_->drained.notify_all();
 }
 
 void RunManager::Cluster::catch_up(const std::string& run_id) {

@@ -121,7 +121,7 @@ void RunManager::shutdown() {
   }
   if (cluster_) cluster_->stop_runs();
   std::unique_lock lock(state_->mu);
-  state_->drained.wait(lock, [&] { return state_->executing == 0; });
+  state_->drained.wait(lock, [&] { return state_->executing == 0 && state_->finishing == 0; });
   lock.unlock();
   if (cluster_) cluster_->shutdown();
 }

@@ -43,6 +43,7 @@ struct RunManager::State {
   std::map<std::string, std::shared_ptr<Run>> active;              // pending or running, by id
   std::condition_variable drained;
   std::size_t executing = 0;
+  std::size_t finishing = 0;  // a cluster's runs past their slot, still claiming the next ones
   bool stopping = false;
   // The channels of the last kEndedResumable resumable runs that ended, by run id: a client
   // whose stream broke as its run ended still reads the rest with Last-Event-ID.
