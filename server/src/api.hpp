@@ -390,6 +390,9 @@ class RunManager {
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;
+  /// What a join of an ended run answers: the thread's values (`result`), or an ended stream.
+  [[nodiscard]] ApiResponse ended_run_follow(const nlohmann::json& thread,
+                                             RunFollow::Kind kind) const;
   /// Keeps the channel of a resumable run that ended, for a stream that resumes it (the last
   /// State::kEndedResumable). Caller holds state_->mu.
   void keep_ended_resumable(const Run& run);

@@ -95,26 +95,6 @@ constexpr const char* kClaim =
     "FROM cand WHERE r.run_id = cand.run_id "
     "RETURNING r.run_id, r.thread_id, r.attempt, r.spec::text, coalesce(r.cancel, '')";
 
-std::string durability_name(const std::optional<Durability>& d) {
-  if (!d) return "";
-  switch (*d) {
-    case Durability::sync:
-      return "sync";
-    case Durability::async:
-      return "async";
-    case Durability::exit:
-      return "exit";
-  }
-  return "";
-}
-
-std::optional<Durability> durability_of(const std::string& name) {
-  if (name == "sync") return Durability::sync;
-  if (name == "async") return Durability::async;
-  if (name == "exit") return Durability::exit;
-  return std::nullopt;
-}
-
 std::string worker_name() {
   char host[256] = {};
   (void)gethostname(host, sizeof host - 1);
@@ -193,7 +173,7 @@ std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& 
   config.thread_id = c.value("thread_id", std::string());
   config.checkpoint_id = c.value("checkpoint_id", std::string());
   config.recursion_limit = c.value("recursion_limit", 25);
-  config.durability = durability_of(c.value("durability", std::string()));
+  config.durability = durability_named(c.value("durability", std::string()));
   config.interrupt_before = c.value("interrupt_before", std::vector<std::string>());
   config.interrupt_after = c.value("interrupt_after", std::vector<std::string>());
   config.stream_subgraphs = c.value("stream_subgraphs", false);
@@ -745,18 +725,7 @@ std::set<std::string> RunManager::Cluster::busy_threads() {
 
 ApiResponse RunManager::Cluster::list(const std::string& thread_id, const ApiRequest& request) {
   (void)m_.threads_.require(thread_id);
-  std::int64_t limit = 10;
-  std::int64_t offset = 0;
-  std::string status;
-  if (const auto it = request.query.find("limit"); it != request.query.end()) {
-    limit = std::atoll(it->second.c_str());
-  }
-  if (const auto it = request.query.find("offset"); it != request.query.end()) {
-    offset = std::atoll(it->second.c_str());
-  }
-  if (const auto it = request.query.find("status"); it != request.query.end()) status = it->second;
-  if (limit < 1 || offset < 0)
-    throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
+  const auto [limit, offset, status] = run_list_query(request);
   const pg::Result rows = db([&](pg::Connection& c) {
     return c.exec(
         "SELECT record::text FROM sg_run WHERE thread_id = $1 AND ($2 = '' OR status = $2) "
@@ -806,20 +775,7 @@ ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::s
                     pg::Params().text(run_id).text(thread_id));
     });
     if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
-    if (ended(row.get(0, 0))) {
-      if (kind == RunFollow::Kind::result) {
-        json values = m_.api_.thread_view(thread).value("values", json::object());
-        if (!values.is_object()) values = json::object();
-        return json_response(values);
-      }
-      ApiResponse response;
-      response.content_type = "text/event-stream";
-      response.follow = std::make_shared<RunFollow>();
-      response.follow->kind = RunFollow::Kind::stream;
-      response.follow->channel = std::make_shared<RunChannel>();
-      response.follow->channel->finish(json::object());
-      return response;
-    }
+    if (ended(row.get(0, 0))) return m_.ended_run_follow(thread, kind);
     channel = follow_remote(run_id);
     if (kind == RunFollow::Kind::stream) {
       db([&](pg::Connection& c) {  // the worker forwards the run's events from now on
@@ -862,26 +818,14 @@ ApiResponse RunManager::Cluster::join_thread(const std::string& thread_id,
         "'running') ORDER BY seq LIMIT 1",
         pg::Params().text(thread_id));
   });
-  if (row.rows() == 0) {
-    ApiResponse response;
-    response.content_type = "text/event-stream";
-    response.follow = std::make_shared<RunFollow>();
-    response.follow->kind = RunFollow::Kind::stream;
-    response.follow->channel = std::make_shared<RunChannel>();
-    response.follow->channel->finish(json::object());
-    return response;
-  }
+  if (row.rows() == 0) return ended_stream();
   return join(thread_id, std::string(row.get(0, 0)), request, RunFollow::Kind::stream);
 }
 
 ApiResponse RunManager::Cluster::cancel(const std::string& thread_id, const std::string& run_id,
                                         const ApiRequest& request) {
   (void)m_.threads_.require(thread_id);
-  std::string action = "interrupt";
-  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
-  if (action != "interrupt" && action != "rollback") {
-    throw ApiError{422, fmt::format("'action' must be interrupt or rollback, got '{}'", action)};
-  }
+  const std::string action = cancel_action(request);
   const bool wait = query_flag(request, "wait");
   std::shared_ptr<RunChannel> channel;
   if (wait) {  // followed before the cancel, so that its end is not missed

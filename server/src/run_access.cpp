@@ -13,11 +13,8 @@
 
 namespace sg::server {
 
-namespace {
-
 using nlohmann::json;
 
-/// An SSE response with no events: the stream of a run that has ended (or of none).
 ApiResponse ended_stream() {
   ApiResponse response;
   response.content_type = "text/event-stream";
@@ -28,7 +25,37 @@ ApiResponse ended_stream() {
   return response;
 }
 
-}  // namespace
+RunListQuery run_list_query(const ApiRequest& request) {
+  RunListQuery q;
+  if (const auto it = request.query.find("limit"); it != request.query.end()) {
+    q.limit = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("offset"); it != request.query.end()) {
+    q.offset = std::atoll(it->second.c_str());
+  }
+  if (const auto it = request.query.find("status"); it != request.query.end())
+    q.status = it->second;
+  if (q.limit < 1 || q.offset < 0) {
+    throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
+  }
+  return q;
+}
+
+std::string cancel_action(const ApiRequest& request) {
+  std::string action = "interrupt";
+  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
+  if (action != "interrupt" && action != "rollback") {
+    throw ApiError{422, fmt::format("'action' must be interrupt or rollback, got '{}'", action)};
+  }
+  return action;
+}
+
+ApiResponse RunManager::ended_run_follow(const json& thread, RunFollow::Kind kind) const {
+  if (kind != RunFollow::Kind::result) return ended_stream();
+  json values = api_.thread_view(thread).value("values", json::object());
+  if (!values.is_object()) values = json::object();
+  return json_response(values);
+}
 
 std::optional<std::size_t> resume_position(const ApiRequest& request, RunFollow::Kind kind) {
   if (kind != RunFollow::Kind::stream || request.last_event_id.empty()) return std::nullopt;
@@ -44,18 +71,7 @@ std::optional<std::size_t> resume_position(const ApiRequest& request, RunFollow:
 ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& request) const {
   if (cluster_) return cluster_->list(thread_id, request);
   (void)threads_.require(thread_id);
-  std::int64_t limit = 10;
-  std::int64_t offset = 0;
-  std::string status;
-  if (const auto it = request.query.find("limit"); it != request.query.end()) {
-    limit = std::atoll(it->second.c_str());
-  }
-  if (const auto it = request.query.find("offset"); it != request.query.end()) {
-    offset = std::atoll(it->second.c_str());
-  }
-  if (const auto it = request.query.find("status"); it != request.query.end()) status = it->second;
-  if (limit < 1 || offset < 0)
-    throw ApiError{422, "'limit' must be positive, 'offset' not negative"};
+  const auto [limit, offset, status] = run_list_query(request);
   std::map<std::string, json> by_id;
   for (auto& hit : run_records(thread_id)) {
     by_id[hit.item.key] = std::move(hit.item.value);
@@ -124,12 +140,7 @@ ApiResponse RunManager::join(const std::string& thread_id, const std::string& ru
     if (!records_->get(runs_namespace(thread_id), run_id)) {
       throw ApiError{404, fmt::format("run '{}' not found", run_id)};
     }
-    if (kind == RunFollow::Kind::result) {
-      json values = api_.thread_view(thread).value("values", json::object());
-      if (!values.is_object()) values = json::object();
-      return json_response(values);
-    }
-    return ended_stream();
+    return ended_run_follow(thread, kind);
   }
   auto follow = std::make_shared<RunFollow>();
   follow->kind = kind;
@@ -173,11 +184,7 @@ ApiResponse RunManager::cancel(const std::string& thread_id, const std::string& 
                                const ApiRequest& request) {
   if (cluster_) return cluster_->cancel(thread_id, run_id, request);
   (void)threads_.require(thread_id);
-  std::string action = "interrupt";
-  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
-  if (action != "interrupt" && action != "rollback") {
-    throw ApiError{422, fmt::format("'action' must be interrupt or rollback, got '{}'", action)};
-  }
+  const std::string action = cancel_action(request);
   std::shared_ptr<Run> run;
   bool pending = false;
   {

@@ -46,9 +46,7 @@ std::string error_name(const std::exception& e) {
 
 std::optional<Durability> durability_field(const json& body) {
   const std::string durability = string_field(body, "durability");
-  if (durability == "sync") return Durability::sync;
-  if (durability == "async") return Durability::async;
-  if (durability == "exit") return Durability::exit;
+  if (auto named = durability_named(durability)) return named;
   if (!durability.empty()) {
     throw ApiError{422,
                    fmt::format("'durability' must be sync, async or exit, got '{}'", durability)};
@@ -79,6 +77,26 @@ std::string one_of(const json& body, const char* name, std::initializer_list<con
 }
 
 }  // namespace
+
+std::optional<Durability> durability_named(std::string_view name) {
+  if (name == "sync") return Durability::sync;
+  if (name == "async") return Durability::async;
+  if (name == "exit") return Durability::exit;
+  return std::nullopt;
+}
+
+std::string_view durability_name(const std::optional<Durability>& durability) {
+  if (!durability) return "";
+  switch (*durability) {
+    case Durability::sync:
+      return "sync";
+    case Durability::async:
+      return "async";
+    case Durability::exit:
+      return "exit";
+  }
+  return "";
+}
 
 RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
                        std::size_t workers, const ClusterOptions* cluster)

@@ -53,6 +53,25 @@ struct RunManager::State {
   ThreadPool pool;
 };
 
+/// An SSE response with no events: the stream of a run that has ended (or of none).
+[[nodiscard]] ApiResponse ended_stream();
+
+/// GET .../runs query: limit (default 10), offset, status ("" for any). Throws ApiError 422.
+struct RunListQuery {
+  std::int64_t limit = 10;
+  std::int64_t offset = 0;
+  std::string status;
+};
+[[nodiscard]] RunListQuery run_list_query(const ApiRequest& request);
+
+/// The `action` query of a cancel: interrupt (default) or rollback. Throws ApiError 422.
+[[nodiscard]] std::string cancel_action(const ApiRequest& request);
+
+/// A run's durability by its API name ("sync", "async", "exit"; nullopt for "" or another), and
+/// back ("" for none).
+[[nodiscard]] std::optional<Durability> durability_named(std::string_view name);
+[[nodiscard]] std::string_view durability_name(const std::optional<Durability>& durability);
+
 /// The position a resumed stream continues from: its Last-Event-ID + 1 (nullopt: not a resumed
 /// stream). Throws ApiError 422 for an id this server never sent.
 [[nodiscard]] std::optional<std::size_t> resume_position(const ApiRequest& request,
