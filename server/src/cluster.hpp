@@ -14,12 +14,19 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 
 #include "api.hpp"
 #include "runs_state.hpp"
 
 namespace sg::server {
+
+/// Whether a run of status `status` has ended (not pending, not running).
+[[nodiscard]] inline bool run_ended(std::string_view status) {
+  return status != "pending" && status != "running";
+}
 
 struct RunManager::Cluster {
   /// Connects and creates the tables when missing; starts the thread that listens for
@@ -79,8 +86,12 @@ struct RunManager::Cluster {
   [[nodiscard]] nlohmann::json spec_of(const Run& run) const;
   [[nodiscard]] std::shared_ptr<Run> run_of(const std::string& run_id, const std::string& thread_id,
                                             const nlohmann::json& spec) const;
+  /// Runs `work(connection)` on a connection of the pool (once more on a new one after a
+  /// broken one).
   template <typename Work>
-  auto db(Work&& work);
+  auto db(Work&& work) {
+    return pool_.with_retry(std::forward<Work>(work));
+  }
 
   RunManager& m_;
   ClusterOptions options_;
