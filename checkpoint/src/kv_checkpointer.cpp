@@ -1,7 +1,6 @@
 // KvCheckpointer: writing checkpoints and writes (deleting, copying and pruning threads:
-// kv_checkpointer_threads.cpp). Layout and helpers: kv_format.hpp.
-#include <stategraph/core/uuid.hpp>
-
+// kv_checkpointer_threads.cpp; heads and fences on a shared backend: kv_checkpointer_shared.cpp).
+// Layout and helpers: kv_format.hpp.
 #include "kv_saver_impl.hpp"
 
 namespace sg {
@@ -37,71 +36,6 @@ void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
   forget(latest_);
   forget(inline_);
   forget(heads_);
-}
-
-void KvCheckpointer::Impl::enter(Staged& staged, const std::string& thread_id) {
-  if (!kv_->shared()) return;
-  std::string tp = thread_prefix(thread_id);
-  if (std::find(staged.threads.begin(), staged.threads.end(), tp) != staged.threads.end()) return;
-  if (!heads_.contains(tp)) {
-    // Read the head before the caches fill: a write of another process in between changes the
-    // head, and commit() then fails rather than trust them.
-    forget_thread(tp);
-    heads_[tp] = kv_->get(Column::heads, tp).value_or(std::string());
-  }
-  staged.threads.push_back(std::move(tp));
-}
-
-void KvCheckpointer::Impl::guard(std::vector<KvOp>& batch, const std::string& tp,
-                                 bool expect_head) {
-  if (auto fence = fences_.find(tp); fence != fences_.end()) {
-    batch.push_back({KvOp::Kind::expect, Column::fences, tp, fence->second});
-  }
-  if (expect_head) {
-    // An expect and a put of one key: the backend may do both as one compare-and-set.
-    batch.push_back({KvOp::Kind::expect, Column::heads, tp, heads_[tp]});
-    batch.push_back({KvOp::Kind::put, Column::heads, tp, new_uuid4()});
-  }
-}
-
-void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
-                                         const std::vector<std::string>& thread_prefixes,
-                                         Guard mode) {
-  if (!kv_->shared()) {
-    kv_->write(batch);
-    return;
-  }
-  const std::size_t first_guard = batch.size();
-  for (const auto& tp : thread_prefixes) {
-    guard(batch, tp, mode == Guard::expect_head);
-    // A write that did not use the caches but changes what they hold (a delete, a copy) makes
-    // other processes' caches of the thread stale: a new head, unconditionally.
-    if (mode == Guard::new_head) batch.push_back({KvOp::Kind::put, Column::heads, tp, new_uuid4()});
-  }
-  try {
-    kv_->write(batch);
-  } catch (const detail::KvConflict&) {
-    for (const auto& tp : thread_prefixes) {
-      auto fence = fences_.find(tp);
-      if (fence != fences_.end() && kv_->get(Column::fences, tp).value_or("") != fence->second) {
-        throw CheckpointError(
-            errc::kCheckpointFenced,
-            fmt::format("thread '{}': another worker took over the run writing it (its fence "
-                        "changed): this write was not applied",
-                        std::string_view(tp).substr(0, tp.size() - 1)));
-      }
-      forget_thread(tp);
-    }
-    throw;
-  } catch (...) {
-    for (const auto& tp : thread_prefixes) forget_thread(tp);  // the outcome is unknown
-    throw;
-  }
-  for (std::size_t i = first_guard; i < batch.size(); ++i) {
-    if (batch[i].kind == KvOp::Kind::put && batch[i].space == Column::heads) {
-      heads_[batch[i].key] = batch[i].value;
-    }
-  }
 }
 
 template <typename Work>
@@ -460,17 +394,6 @@ std::vector<CheckpointConfig> KvCheckpointer::Impl::put_all(
   });
 }
 
-void KvCheckpointer::Impl::fence(const std::string& thread_id, std::string token) {
-  check_name("thread_id", thread_id);
-  if (!kv_->shared()) return;  // one process writes: nobody to fence out
-  std::lock_guard lock(write_mu_);
-  if (token.empty()) {
-    fences_.erase(thread_prefix(thread_id));
-  } else {
-    fences_[thread_prefix(thread_id)] = std::move(token);
-  }
-}
-
 std::optional<std::string> KvCheckpointer::Impl::latest_checkpoint_id(
     const std::string& thread_id, const std::string& checkpoint_ns) {
   if (thread_id.empty()) return std::nullopt;
@@ -656,14 +579,6 @@ std::vector<CheckpointConfig> KvCheckpointer::put_all(const std::vector<Checkpoi
 std::optional<std::string> KvCheckpointer::latest_checkpoint_id(const std::string& thread_id,
                                                                 const std::string& checkpoint_ns) {
   return impl_->latest_checkpoint_id(thread_id, checkpoint_ns);
-}
-
-void KvCheckpointer::fence(const std::string& thread_id, std::string token) {
-  impl_->fence(thread_id, std::move(token));
-}
-
-std::pair<std::uint8_t, std::string> KvCheckpointer::fence_key(const std::string& thread_id) {
-  return {Column::fences, thread_prefix(thread_id)};
 }
 
 void KvCheckpointer::put_writes(const CheckpointConfig& config,
