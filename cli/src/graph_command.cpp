@@ -1,6 +1,7 @@
 // `stategraph graph NAME`: draws a built-in graph as Mermaid, Graphviz DOT, or a picture (SVG,
 // PNG) that Graphviz's C library renders in this process; `stategraph graph --list` lists them.
 #include <stategraph/core/error.hpp>
+#include <stategraph/server/graph_picture.hpp>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -16,7 +17,6 @@
 
 #include "builtin_graphs.hpp"
 #include "cli.hpp"
-#include "graphviz.hpp"
 
 namespace sg::cli {
 namespace {
@@ -42,51 +42,6 @@ std::string format_of_extension(const std::string& path) {
   return "";
 }
 
-// The look of LangGraph's drawings (its Mermaid classes: nodes #f2f0ff, __end__ #bfb6fc,
-// __start__ unfilled; __start__ and __end__ as ovals, conditional edges dashed), for Graphviz.
-constexpr const char* kFont = "Helvetica,Arial,sans-serif";
-constexpr const char* kLine = "#4b4b5c";
-constexpr const char* kBorder = "#8f84d8";
-
-GraphvizAttributes node_style(std::string_view label) {
-  GraphvizAttributes a{
-      {"fontname", kFont}, {"fontsize", "13"}, {"color", kBorder}, {"penwidth", "1.2"}};
-  if (label == START || label == END) {
-    a.insert(a.end(), {{"shape", "oval"},
-                       {"margin", "0.08,0.04"},
-                       {"height", "0.4"},
-                       {"style", "filled"},
-                       {"fillcolor", label == END ? "#bfb6fc" : "#ffffff"}});
-  } else {
-    a.insert(a.end(), {{"shape", "box"},
-                       {"margin", "0.2,0.08"},
-                       {"height", "0.42"},
-                       {"style", "rounded,filled"},
-                       {"fillcolor", "#f2f0ff"}});
-  }
-  return a;
-}
-
-/// `dot` (from draw_dot) laid out by Graphviz and rendered as `format` ("svg" or "png").
-std::string render_picture(const std::string& dot, const std::string& format) {
-  GraphvizGraph graph(dot);
-  GraphvizAttributes look{{"label", ""},  // the graph's name: LangGraph does not draw it
-                          {"bgcolor", "white"},
-                          {"pad", "0.25"},
-                          {"nodesep", "0.45"},
-                          {"ranksep", "0.45"}};
-  if (format == "png") look.emplace_back("dpi", "144");  // sharp on high-density screens
-  graph.set_graph(look);
-  graph.set_nodes(node_style);
-  graph.set_edges({{"color", kLine},
-                   {"arrowsize", "0.7"},
-                   {"penwidth", "1.1"},
-                   {"fontname", kFont},
-                   {"fontsize", "11"},
-                   {"fontcolor", kLine}});
-  return graph.render(format);
-}
-
 /// The drawing of `name` in `format`.
 std::string draw(const std::string& name, const std::string& format) {
   const BuiltinGraph* entry = find_builtin_graph(name);
@@ -95,7 +50,7 @@ std::string draw(const std::string& name, const std::string& format) {
   const AnyCompiledGraph graph = entry->build(BuiltinGraphOptions{});
   if (format == "mermaid") return graph_mermaid(graph);
   if (format == "dot") return graph_dot(graph);
-  return render_picture(graph_dot(graph), format);
+  return server::render_graph_picture(graph_dot(graph), format);
 }
 
 void write_output(const std::string& data, const std::string& path) {

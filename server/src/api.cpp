@@ -2,6 +2,7 @@
 #include "api.hpp"
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/server/graph_picture.hpp>
 
 #include <fmt/format.h>
 
@@ -443,7 +444,15 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
   }
   if (p.size() == 3 && p[2] == "graph") {
     if (m != "GET") throw method_not_allowed(request);
-    return json_response(assistants_->resolve(p[1]).graph->graph->draw_json());
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    const auto format = request.query.find("format");
+    if (format == request.query.end() || format->second == "json") {
+      return json_response(entry.graph->draw_json());
+    }
+    if (format->second != "svg") {
+      throw ApiError{422, fmt::format("format '{}' is not one of json, svg", format->second)};
+    }
+    return graph_picture(entry);
   }
   if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
     if (m != "POST") throw method_not_allowed(request);
@@ -451,6 +460,18 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
                               : assistants_->set_latest(p[1], request);
   }
   throw no_route(request);
+}
+
+ApiResponse Api::graph_picture(const GraphEntry& entry) const {
+  ApiResponse response;
+  response.content_type = "image/svg+xml";
+  {
+    const std::lock_guard lock(pictures_mu_);
+    auto& picture = pictures_[entry.graph_id];  // graphs do not change while served
+    if (picture.empty()) picture = render_graph_picture(entry.graph->draw_dot(), "svg");
+    response.body = picture;
+  }
+  return response;
 }
 
 ApiResponse Api::delete_assistant(const ApiRequest& request) const {

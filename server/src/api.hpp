@@ -51,6 +51,13 @@ struct ApiError {
 /// `{"detail": detail}` with `status`.
 [[nodiscard]] ApiResponse error_response(unsigned status, std::string_view detail);
 
+/// The studio's page and its files for a request to /studio or /studio/NAME (server/studio/,
+/// embedded in the binary): 404 for a name that is not embedded, 405 for a method other than
+/// GET and HEAD; nullopt when `target` is not under /studio. Needs no API key (the page asks for
+/// it and sends it with its API calls). Thread-safe.
+[[nodiscard]] std::optional<ApiResponse> studio_response(std::string_view method,
+                                                         std::string_view target);
+
 /// `value` as a 200 JSON response.
 [[nodiscard]] ApiResponse json_response(const nlohmann::json& value, unsigned status = 200);
 
@@ -325,6 +332,8 @@ class Api {
  private:
   [[nodiscard]] ApiResponse route(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_assistants(const ApiRequest& request) const;
+  /// GET /assistants/{id}/graph?format=svg: the graph's picture (render_graph_picture), made once.
+  [[nodiscard]] ApiResponse graph_picture(const GraphEntry& entry) const;
   [[nodiscard]] ApiResponse delete_assistant(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_threads(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_thread_state(const ApiRequest& request,
@@ -338,6 +347,8 @@ class Api {
   std::unique_ptr<ThreadRegistry> threads_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
+  mutable std::mutex pictures_mu_;
+  mutable std::map<std::string, std::string> pictures_;  // graph_id -> SVG
 };
 
 /// Runs: per-thread queues (one active run per thread), the multitask strategies, the workers

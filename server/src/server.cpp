@@ -89,6 +89,11 @@ struct Server::Impl {
 
   /// The response to a request that passed the network checks.
   [[nodiscard]] server::ApiResponse answer(const http::request<http::string_body>& req) const {
+    if (auto studio =
+            server::studio_response({req.method_string().data(), req.method_string().size()},
+                                    {req.target().data(), req.target().size()})) {
+      return *std::move(studio);
+    }
     if (!options.api_key.empty()) {
       const auto key = req.find("x-api-key");
       if (key == req.end() ||

@@ -75,6 +75,55 @@ TEST_CASE("server: assistants by uuid or graph id, their graph") {
                                       {"source":"echo","target":"__end__","conditional":false}])"));
 }
 
+TEST_CASE("server: a graph's picture as SVG, laid out by Graphviz") {
+  Served s;
+  const auto svg = s.get("/assistants/agent/graph?format=svg");
+  REQUIRE(svg.status == 200);
+  CHECK(svg.headers.at("content-type") == "image/svg+xml");
+  CHECK(svg.body.find("<svg") != std::string::npos);
+  for (const char* node : {"__start__", "echo", "__end__"}) {
+    CHECK(svg.body.find(std::string("<title>") + node + "</title>") != std::string::npos);
+  }
+  CHECK(s.get("/assistants/agent/graph?format=svg").body == svg.body);  // made once
+  CHECK(s.get("/assistants/agent/graph?format=json").status == 200);
+  const auto bad = s.get("/assistants/agent/graph?format=png");
+  CHECK(bad.status == 422);
+  CHECK(json::parse(bad.body)["detail"] == "format 'png' is not one of json, svg");
+  CHECK(s.get("/assistants/nobody/graph?format=svg").status == 404);
+}
+
+TEST_CASE("server: the studio's files, without the API key, and nothing else under /studio") {
+  Served s({.api_key = "secret"});
+  const auto page = s.get("/studio");
+  REQUIRE(page.status == 200);
+  CHECK(page.headers.at("content-type") == "text/html; charset=utf-8");
+  CHECK(page.body.find("<title>stategraph studio</title>") != std::string::npos);
+  const std::string policy = page.headers.at("content-security-policy");
+  CHECK(policy.find("default-src 'none'") != std::string::npos);
+  CHECK(policy.find("script-src 'self'") != std::string::npos);
+  CHECK(policy.find("frame-ancestors 'none'") != std::string::npos);
+  CHECK(page.headers.at("x-content-type-options") == "nosniff");
+  CHECK(s.get("/studio/").body == page.body);
+  CHECK(s.get("/studio/index.html?x=1").body == page.body);
+  const auto script = s.get("/studio/app.js");
+  CHECK(script.status == 200);
+  CHECK(script.headers.at("content-type") == "text/javascript; charset=utf-8");
+  CHECK(s.get("/studio/studio.css").headers["content-type"] == "text/css; charset=utf-8");
+  // Only embedded names: no traversal, no other file of the machine.
+  for (const char* path : {"/studio/missing.js", "/studio/%2e%2e/%2e%2e/etc/passwd",
+                           "/studio/..%2f..%2fetc%2fpasswd", "/studio//etc/passwd"}) {
+    INFO(path);
+    const auto r = s.get(path);
+    CHECK(r.status == 404);
+    CHECK(r.body.find("root:") == std::string::npos);
+  }
+  CHECK(s.get("/studiox").status == 401);  // not the studio: the API, which wants the key
+  CHECK(s.post("/studio", "{}").status == 405);
+  // The page's API calls still need the key.
+  CHECK(s.get("/assistants/agent/graph?format=svg").status == 401);
+  CHECK(s.get("/assistants/agent/graph?format=svg", {"x-api-key: secret"}).status == 200);
+}
+
 TEST_CASE("server: assistants search filters, sorts, selects and paginates") {
   Served s;
   const auto all = s.post("/assistants/search", R"({"limit":10,"offset":0})");

@@ -74,6 +74,8 @@ class ServedGraph {
 
   /// The drawing as LangGraph's `get_graph().to_json()` (GET /assistants/{id}/graph).
   [[nodiscard]] virtual nlohmann::json draw_json() const = 0;
+  /// The drawing as Graphviz DOT (draw_dot), for render_graph_picture().
+  [[nodiscard]] virtual std::string draw_dot() const = 0;
 
   /// The graph to serve on the server's checkpointer and store: a graph given as a StateGraph
   /// is compiled here with them (where its CompileOptions leave them unset); a compiled graph
@@ -153,6 +155,7 @@ class ServedCompiledGraph final : public ServedGraph {
   explicit ServedCompiledGraph(CompiledGraph<S> graph) : graph_(std::move(graph)) {}
 
   [[nodiscard]] nlohmann::json draw_json() const override { return graph_.draw_json(); }
+  [[nodiscard]] std::string draw_dot() const override { return graph_.draw_dot(); }
 
   [[nodiscard]] std::shared_ptr<const ServedGraph> bind(
       const std::shared_ptr<Checkpointer>& /*checkpointer*/,
@@ -267,6 +270,7 @@ class ServedStateGraph final : public ServedGraph {
 
   // Unbound (compiled with the given options only): the server serves what bind() returns.
   [[nodiscard]] nlohmann::json draw_json() const override { return unbound_.draw_json(); }
+  [[nodiscard]] std::string draw_dot() const override { return unbound_.draw_dot(); }
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
     return unbound_.checkpointer();
   }

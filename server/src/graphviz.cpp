@@ -9,7 +9,7 @@
 
 #include <algorithm>
 
-namespace sg::cli {
+namespace sg::server {
 namespace {
 
 /// What Graphviz reported (errors and warnings) while a MessageCapture was alive.
@@ -125,4 +125,4 @@ std::string GraphvizGraph::render(std::string_view format) {
   return {data, length};
 }
 
-}  // namespace sg::cli
+}  // namespace sg::server

@@ -12,10 +12,10 @@
 #include <utility>
 #include <vector>
 
-namespace sg::cli {
+namespace sg::server {
 
 /// The code of the sg::Error GraphvizGraph::render throws when Graphviz fails.
-inline constexpr std::string_view kRenderFailed = "cli.render_failed";
+inline constexpr std::string_view kRenderFailed = "server.render_failed";
 
 /// Graphviz attributes, name and value, applied in order.
 using GraphvizAttributes = std::vector<std::pair<std::string, std::string>>;
@@ -48,4 +48,4 @@ class GraphvizGraph {
   std::unique_ptr<Parts> parts_;
 };
 
-}  // namespace sg::cli
+}  // namespace sg::server

@@ -1,0 +1,378 @@
+// stategraph studio: pick an assistant, see its graph, list threads, chat on one, watch a run.
+import { ApiError, call, onKeyNeeded, setApiKey, stream, text } from "./api.js";
+import { appendChunk, appendHuman, renderMessages } from "./chat.js";
+import { initHistory, loadHistory } from "./history.js";
+import { initStore, loadNamespaces } from "./store.js";
+
+const $ = (id) => document.getElementById(id);
+
+const ui = {
+  assistant: $("assistant"),
+  picture: $("picture"),
+  runStatus: $("run-status"),
+  search: $("thread-search"),
+  status: $("thread-status"),
+  threadList: $("thread-list"),
+  title: $("thread-title"),
+  badge: $("thread-badge"),
+  chat: $("chat"),
+  error: $("error"),
+  message: $("message"),
+  send: $("send"),
+  cancel: $("cancel"),
+  deleteThread: $("delete-thread"),
+  interrupt: $("interrupt"),
+  interruptValue: $("interrupt-value"),
+  resumeValue: $("resume-value"),
+};
+
+const state = {
+  assistants: [],
+  assistant: null, // the chosen assistant
+  threads: [],
+  thread: null, // the open thread's id
+  run: null, // the run being streamed: {id}
+};
+
+// --- errors, theme, API key -------------------------------------------------------------------
+
+function showError(error) {
+  if (!error) {
+    ui.error.hidden = true;
+    return;
+  }
+  ui.error.textContent = error instanceof ApiError ? `${error.status}: ${error.detail}` : String(error);
+  ui.error.hidden = false;
+}
+
+/** Runs an action; a failure is shown on the page, not thrown. */
+async function guarded(action) {
+  try {
+    showError(null);
+    await action();
+  } catch (error) {
+    showError(error);
+  }
+}
+
+function applyTheme(theme) {
+  document.documentElement.dataset.theme = theme;
+  $("theme").textContent = theme === "dark" ? "Light" : "Dark";
+  localStorage.setItem("stategraph-studio-theme", theme);
+}
+
+$("theme").addEventListener("click", () =>
+  applyTheme(document.documentElement.dataset.theme === "dark" ? "light" : "dark"),
+);
+applyTheme(
+  localStorage.getItem("stategraph-studio-theme") ??
+    (matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light"),
+);
+
+function askForKey() {
+  const dialog = $("key-dialog");
+  const input = $("key-input");
+  input.value = "";
+  return new Promise((resolve) => {
+    const done = (value) => {
+      dialog.close();
+      resolve(value);
+    };
+    $("key-ok").onclick = (event) => {
+      event.preventDefault();
+      done(input.value.trim() || null);
+    };
+    $("key-cancel").onclick = () => done(null);
+    dialog.oncancel = () => resolve(null);
+    dialog.showModal();
+    input.focus();
+  });
+}
+onKeyNeeded(askForKey);
+$("key").addEventListener("click", async () => {
+  const key = await askForKey();
+  if (key) {
+    setApiKey(key);
+    await guarded(loadAssistants);
+  }
+});
+
+// --- assistants and the graph's picture -------------------------------------------------------
+
+async function loadAssistants() {
+  state.assistants = await call("POST", "/assistants/search", { limit: 100 });
+  ui.assistant.replaceChildren(
+    ...state.assistants.map((a) => {
+      const option = document.createElement("option");
+      option.value = a.assistant_id;
+      option.textContent = a.name && a.name !== a.graph_id ? `${a.name} (${a.graph_id})` : a.graph_id;
+      return option;
+    }),
+  );
+  const wanted = new URLSearchParams(location.search).get("assistant");
+  const chosen = state.assistants.find((a) => a.assistant_id === wanted || a.graph_id === wanted);
+  if (chosen) ui.assistant.value = chosen.assistant_id;
+  await chooseAssistant();
+}
+
+async function chooseAssistant() {
+  state.assistant = state.assistants.find((a) => a.assistant_id === ui.assistant.value) ?? null;
+  ui.picture.replaceChildren();
+  if (!state.assistant) return;
+  const svg = await text(`/assistants/${encodeURIComponent(state.assistant.assistant_id)}/graph?format=svg`);
+  const parsed = new DOMParser().parseFromString(svg, "image/svg+xml").documentElement;
+  if (parsed.nodeName === "svg") {
+    parsed.setAttribute("role", "img");
+    parsed.setAttribute("aria-label", `The graph ${state.assistant.graph_id}`);
+    ui.picture.append(document.importNode(parsed, true));
+  }
+  await loadThreads();
+}
+ui.assistant.addEventListener("change", () => guarded(chooseAssistant));
+
+/** Marks `nodes` (names) as running in the picture. */
+function highlight(nodes) {
+  for (const g of ui.picture.querySelectorAll("g.node")) {
+    const name = g.querySelector("title")?.textContent;
+    g.classList.toggle("running", nodes.has(name));
+  }
+}
+
+// --- threads ------------------------------------------------------------------------------------
+
+async function loadThreads() {
+  if (!state.assistant) return;
+  const query = { limit: 100, metadata: { graph_id: state.assistant.graph_id } };
+  if (ui.status.value) query.status = ui.status.value;
+  state.threads = await call("POST", "/threads/search", query);
+  renderThreads();
+}
+
+function renderThreads() {
+  const words = ui.search.value.trim().toLowerCase();
+  const shown = state.threads.filter(
+    (t) => !words || JSON.stringify([t.thread_id, t.metadata, t.status]).toLowerCase().includes(words),
+  );
+  ui.threadList.replaceChildren(
+    ...shown.map((t) => {
+      const item = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "thread-item";
+      button.dataset.threadId = t.thread_id;
+      if (t.thread_id === state.thread) button.setAttribute("aria-current", "true");
+      const id = document.createElement("span");
+      id.className = "thread-id";
+      id.textContent = t.thread_id;
+      const badge = document.createElement("span");
+      badge.className = `badge badge-${t.status}`;
+      badge.textContent = t.status;
+      const when = document.createElement("time");
+      when.textContent = new Date(t.updated_at).toLocaleString();
+      button.append(id, badge, when);
+      button.addEventListener("click", () => guarded(() => openThread(t.thread_id)));
+      item.append(button);
+      return item;
+    }),
+  );
+  if (shown.length === 0) {
+    const empty = document.createElement("li");
+    empty.className = "empty";
+    empty.textContent = state.threads.length ? "No thread matches" : "No threads yet";
+    ui.threadList.append(empty);
+  }
+}
+ui.search.addEventListener("input", renderThreads);
+ui.status.addEventListener("change", () => guarded(loadThreads));
+
+$("new-thread").addEventListener("click", () =>
+  guarded(async () => {
+    const thread = await call("POST", "/threads", {
+      metadata: { graph_id: state.assistant.graph_id, assistant_id: state.assistant.assistant_id },
+    });
+    await loadThreads();
+    await openThread(thread.thread_id);
+    ui.message.focus();
+  }),
+);
+
+ui.deleteThread.addEventListener("click", () =>
+  guarded(async () => {
+    if (!state.thread || !confirm(`Delete thread ${state.thread}?`)) return;
+    await call("DELETE", `/threads/${encodeURIComponent(state.thread)}`);
+    state.thread = null;
+    selectTab("chat");
+    showThread(null, null);
+    await loadThreads();
+  }),
+);
+
+function showThread(thread, snapshot) {
+  const open = Boolean(thread);
+  ui.title.textContent = open ? thread.thread_id : "No thread selected";
+  ui.badge.hidden = !open;
+  if (open) {
+    ui.badge.textContent = thread.status;
+    ui.badge.className = `badge badge-${thread.status}`;
+  }
+  ui.deleteThread.disabled = !open;
+  $("tab-history").disabled = !open;
+  const busy = Boolean(state.run);
+  ui.message.disabled = !open || busy;
+  ui.send.disabled = !open || busy;
+  ui.cancel.hidden = !busy;
+  renderMessages(ui.chat, snapshot?.values?.messages ?? []);
+  const interrupts = (snapshot?.tasks ?? []).flatMap((t) => t.interrupts ?? []);
+  ui.interrupt.hidden = interrupts.length === 0 || busy || !$("history").hidden;
+  ui.interruptValue.textContent = interrupts.map((i) => JSON.stringify(i.value, null, 2)).join("\n");
+}
+
+async function openThread(threadId) {
+  state.thread = threadId;
+  const path = `/threads/${encodeURIComponent(threadId)}`;
+  const [thread, snapshot] = await Promise.all([call("GET", path), call("GET", `${path}/state`)]);
+  if (state.thread !== threadId) return; // another thread was opened meanwhile
+  showThread(thread, snapshot);
+  renderThreads();
+  if (!$("history").hidden) await loadHistory();
+}
+
+// --- runs ---------------------------------------------------------------------------------------
+
+async function runOnThread(body) {
+  const threadId = state.thread;
+  state.run = { id: null };
+  ui.runStatus.textContent = "Starting…";
+  showThreadBusy();
+  const running = new Set();
+  try {
+    await stream(
+      `/threads/${encodeURIComponent(threadId)}/runs/stream`,
+      {
+        assistant_id: state.assistant.assistant_id,
+        stream_mode: ["values", "messages-tuple", "tasks"],
+        ...body,
+      },
+      (name, data) => {
+        if (name === "metadata") {
+          state.run.id = data.run_id;
+          ui.runStatus.textContent = `Run ${data.run_id}`;
+        } else if (name === "tasks" || name.startsWith("tasks|")) {
+          if ("result" in data || "error" in data || "interrupts" in data) running.delete(data.name);
+          else running.add(data.name);
+          highlight(running);
+          ui.runStatus.textContent = running.size ? `Running ${[...running].join(", ")}` : "Between steps";
+        } else if (name === "messages" || name.startsWith("messages|")) {
+          const [chunk] = data;
+          if (chunk?.type === "AIMessageChunk" || chunk?.type === "ai") appendChunk(ui.chat, chunk);
+        } else if (name === "values") {
+          renderMessages(ui.chat, data.messages ?? []);
+        } else if (name === "error") {
+          showError(`The run failed: ${data.message ?? JSON.stringify(data)}`);
+        }
+      },
+    );
+  } finally {
+    state.run = null;
+    highlight(new Set());
+    ui.runStatus.textContent = "No run";
+    if (state.thread === threadId) await openThread(threadId);
+    await loadThreads();
+  }
+}
+
+function showThreadBusy() {
+  ui.message.disabled = true;
+  ui.send.disabled = true;
+  ui.cancel.hidden = false;
+  ui.interrupt.hidden = true;
+}
+
+$("composer").addEventListener("submit", (event) => {
+  event.preventDefault();
+  const content = ui.message.value.trim();
+  if (!content || !state.thread || state.run) return;
+  ui.message.value = "";
+  appendHuman(ui.chat, content);
+  guarded(() => runOnThread({ input: { messages: [{ type: "human", content }] } }));
+});
+ui.message.addEventListener("keydown", (event) => {
+  if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+    event.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+
+ui.cancel.addEventListener("click", () =>
+  guarded(async () => {
+    if (!state.run?.id) return;
+    ui.runStatus.textContent = "Cancelling…";
+    await call("POST", `/threads/${encodeURIComponent(state.thread)}/runs/${state.run.id}/cancel?action=interrupt`);
+  }),
+);
+
+ui.interrupt.addEventListener("submit", (event) => {
+  event.preventDefault();
+  const raw = ui.resumeValue.value.trim();
+  let value = raw;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    // plain text
+  }
+  ui.resumeValue.value = "";
+  guarded(() => runOnThread({ command: { resume: value } }));
+});
+
+// --- views and tabs ----------------------------------------------------------------------------
+
+function selectTab(tab, reload = true) {
+  const history = tab === "history";
+  $("tab-chat").setAttribute("aria-selected", String(!history));
+  $("tab-history").setAttribute("aria-selected", String(history));
+  $("history").hidden = !history;
+  ui.chat.hidden = history;
+  $("composer").hidden = history;
+  if (history) {
+    ui.interrupt.hidden = true;
+    guarded(loadHistory);
+  } else if (state.thread && reload) {
+    guarded(() => openThread(state.thread));
+  }
+}
+$("tab-chat").addEventListener("click", () => selectTab("chat"));
+$("tab-history").addEventListener("click", () => selectTab("history"));
+
+function selectView(view) {
+  const store = view === "store";
+  $("view-threads").setAttribute("aria-selected", String(!store));
+  $("view-store").setAttribute("aria-selected", String(store));
+  $("threads-view").hidden = store;
+  $("store-view").hidden = !store;
+  if (store) guarded(loadNamespaces);
+}
+$("view-threads").addEventListener("click", () => selectView("threads"));
+$("view-store").addEventListener("click", () => selectView("store"));
+
+initHistory({
+  thread: () => state.thread,
+  run: (body) => {
+    selectTab("chat", false);
+    guarded(() => runOnThread(body));
+  },
+  fail: showError,
+});
+initStore({ fail: showError });
+
+// --- keyboard -----------------------------------------------------------------------------------
+
+document.addEventListener("keydown", (event) => {
+  const typing = ["INPUT", "TEXTAREA", "SELECT"].includes(document.activeElement?.tagName);
+  if (event.key === "/" && !typing) {
+    event.preventDefault();
+    ui.search.focus();
+  }
+  if (event.key === "Escape" && state.run) ui.cancel.click();
+});
+
+guarded(loadAssistants);
