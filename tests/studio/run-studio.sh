@@ -18,6 +18,10 @@ for tool in node npm chromium; do
     exit 1
   fi
 done
+if (( $(node -p 'process.versions.node.split(".")[0]') < 20 )); then
+  echo "studio tests: playwright-core needs Node.js 20 or newer, this is $(node --version)" >&2
+  exit 1
+fi
 work="$(mktemp -d /tmp/sg-studio-XXXXXX)"
 server=""
 model=""
