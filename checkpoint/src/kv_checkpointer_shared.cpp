@@ -95,4 +95,9 @@ std::pair<std::uint8_t, std::string> KvCheckpointer::fence_key(const std::string
   return {Column::fences, thread_prefix(thread_id)};
 }
 
+std::vector<std::pair<std::uint8_t, int>> KvCheckpointer::appended_spaces() noexcept {
+  // T\0NS\0ID (ids grow: uuid6) and T\0NS\0CHANNEL\0SEQ (kv_format.hpp).
+  return {{Column::checkpoints, 2}, {Column::messages, 3}};
+}
+
 }  // namespace sg

@@ -12,9 +12,11 @@ std::shared_ptr<PostgresSaver> PostgresSaver::open(const std::string& conninfo,
     throw CheckpointError(e.sqlstate() == "55P03" ? errc::kCheckpointLocked : errc::kCheckpointIo,
                           std::string("the checkpoint database: ") + e.what());
   };
+  std::vector<detail::PagedSpace> paged;
+  for (const auto& [space, group_nuls] : appended_spaces()) paged.push_back({space, group_nuls});
   auto kv = std::make_unique<detail::PostgresKv>(
       conninfo, options.pool_size, options.table.empty() ? "sg_checkpoints" : options.table,
-      options.exclusive, options.prepare, std::move(fail));
+      options.exclusive, options.prepare, std::move(fail), std::move(paged));
   return std::shared_ptr<PostgresSaver>(new PostgresSaver(kv.release()));
 }
 

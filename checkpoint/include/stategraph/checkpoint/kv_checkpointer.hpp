@@ -86,6 +86,10 @@ class KvCheckpointer : public Checkpointer {
   explicit KvCheckpointer(std::unique_ptr<detail::KvBackend> kv);
   /// The key space and key of the fence of `thread_id` (see fence()).
   [[nodiscard]] static std::pair<std::uint8_t, std::string> fence_key(const std::string& thread_id);
+  /// The key spaces whose keys are written in order within groups (a thread's checkpoints, a
+  /// channel's message log), each with the number of NUL bytes that end a key's group: a backend
+  /// may store a group's entries together (PostgresSaver's pages). noexcept.
+  [[nodiscard]] static std::vector<std::pair<std::uint8_t, int>> appended_spaces() noexcept;
 
  private:
   /// The state and the storage code (checkpoint/src/kv_saver_impl.hpp).
