@@ -48,6 +48,15 @@ void set_attribute(void* object, const std::string& name, const std::string& val
   agsafeset(object, n.data(), v.data(), empty.data());
 }
 
+/// The process's one Graphviz context, made on first use and kept: the pango text plugin caches
+/// a font name it does not own across calls, which lives in the context (freeing the context
+/// left that pointer dangling for the next graph: a use after free under ASan). Callers
+/// serialize (see graphviz.hpp).
+GVC_t* shared_context() {
+  static GVC_t* const context = gvContext();
+  return context;
+}
+
 }  // namespace
 
 struct GraphvizGraph::Parts {
@@ -62,13 +71,12 @@ struct GraphvizGraph::Parts {
   ~Parts() {
     if (laid_out) gvFreeLayout(context, graph);
     if (graph) agclose(graph);
-    if (context) gvFreeContext(context);
   }
 };
 
 GraphvizGraph::GraphvizGraph(const std::string& dot) : parts_(std::make_unique<Parts>()) {
   const MessageCapture capture;
-  parts_->context = gvContext();
+  parts_->context = shared_context();
   if (!parts_->context) throw Error(kRenderFailed, "graphviz: cannot create a context");
   parts_->graph = agmemread(dot.c_str());
   if (!parts_->graph) {

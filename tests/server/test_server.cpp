@@ -85,6 +85,10 @@ TEST_CASE("server: a graph's picture as SVG, laid out by Graphviz") {
     CHECK(svg.body.find(std::string("<title>") + node + "</title>") != std::string::npos);
   }
   CHECK(s.get("/assistants/agent/graph?format=svg").body == svg.body);  // made once
+  // A second graph in the same process (Graphviz's state carries over from the first).
+  const auto helper = s.get("/assistants/helper/graph?format=svg");
+  REQUIRE(helper.status == 200);
+  CHECK(helper.body.find("<title>echo</title>") != std::string::npos);
   CHECK(s.get("/assistants/agent/graph?format=json").status == 200);
   const auto bad = s.get("/assistants/agent/graph?format=png");
   CHECK(bad.status == 422);
@@ -291,6 +295,85 @@ TEST_CASE("server: with an API key, every request needs x-api-key") {
   CHECK(denied.status == 401);
   CHECK(json::parse(denied.body)["detail"] == "missing or wrong x-api-key header");
   CHECK(s.get("/assistants/agent", {"x-api-key: secret"}).status == 200);
+}
+
+TEST_CASE("server: with an API key, every route of the API refuses a request without it") {
+  Served s({.api_key = "secret"});
+  const json thread = [&] {
+    const auto r =
+        sg::test::http_request("POST", s.server.url() + "/threads", "{}", {"x-api-key: secret"});
+    REQUIRE(r.status == 200);
+    return json::parse(r.body);
+  }();
+  const std::string t = "/threads/" + thread["thread_id"].get<std::string>();
+  // Every route of docs/server.md, and some that are not routes: 401 before anything else.
+  const std::vector<std::pair<std::string, std::string>> routes = {
+      {"GET", "/ok"},
+      {"GET", "/info"},
+      {"POST", "/assistants"},
+      {"POST", "/assistants/search"},
+      {"POST", "/assistants/count"},
+      {"GET", "/assistants/agent"},
+      {"PATCH", "/assistants/agent"},
+      {"DELETE", "/assistants/agent"},
+      {"GET", "/assistants/agent/graph"},
+      {"GET", "/assistants/agent/graph?format=svg"},
+      {"POST", "/assistants/agent/versions"},
+      {"POST", "/assistants/agent/latest"},
+      {"POST", "/threads"},
+      {"POST", "/threads/search"},
+      {"POST", "/threads/count"},
+      {"GET", t},
+      {"PATCH", t},
+      {"DELETE", t},
+      {"POST", t + "/copy"},
+      {"GET", t + "/state"},
+      {"GET", t + "/state/00000000-0000-0000-0000-000000000000"},
+      {"POST", t + "/state/checkpoint"},
+      {"POST", t + "/state"},
+      {"POST", t + "/history"},
+      {"POST", t + "/runs"},
+      {"POST", t + "/runs/wait"},
+      {"POST", t + "/runs/stream"},
+      {"GET", t + "/runs"},
+      {"GET", t + "/runs/00000000-0000-0000-0000-000000000000"},
+      {"DELETE", t + "/runs/00000000-0000-0000-0000-000000000000"},
+      {"GET", t + "/runs/00000000-0000-0000-0000-000000000000/join"},
+      {"GET", t + "/runs/00000000-0000-0000-0000-000000000000/stream"},
+      {"POST", t + "/runs/00000000-0000-0000-0000-000000000000/cancel"},
+      {"GET", t + "/stream"},
+      {"POST", "/runs"},
+      {"POST", "/runs/wait"},
+      {"POST", "/runs/stream"},
+      {"POST", "/runs/cancel"},
+      {"PUT", "/store/items"},
+      {"GET", "/store/items?namespace=a&key=k"},
+      {"DELETE", "/store/items"},
+      {"POST", "/store/items/search"},
+      {"POST", "/store/namespaces"},
+      {"GET", "/no/such/route"},
+      {"GET", "/studiox"},
+      {"GET", "/%2e%2e/etc/passwd"},
+  };
+  const std::string body =
+      R"({"assistant_id":"agent","input":{"messages":[{"type":"human","content":"hi"}]}})";
+  for (const auto& [method, path] : routes) {
+    INFO(method << " " << path);
+    const auto denied = sg::test::http_request(method, s.server.url() + path, body);
+    CHECK(denied.status == 401);
+    CHECK(denied.body == R"({"detail":"missing or wrong x-api-key header"})");
+    CHECK(
+        sg::test::http_request(method, s.server.url() + path, body, {"x-api-key: Secret"}).status ==
+        401);
+    CHECK(
+        sg::test::http_request(method, s.server.url() + path, body, {"X-Api-Key: SECRET"}).status ==
+        401);
+  }
+  // Nothing was done: the thread is still there, with no run.
+  const auto runs =
+      sg::test::http_request("GET", s.server.url() + t + "/runs", "", {"x-api-key: secret"});
+  REQUIRE(runs.status == 200);
+  CHECK(json::parse(runs.body) == json::array());
 }
 
 TEST_CASE("server: a public address without an API key is refused, bad options are errors") {
