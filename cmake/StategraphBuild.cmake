@@ -11,6 +11,18 @@ endif()
 
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
+if(SG_FUZZ)
+  if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
+    message(FATAL_ERROR "SG_FUZZ needs clang (CXX=clang++; scripts/fuzz does it)")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link)  # coverage for libFuzzer in every library
+  # Boost 1.74's Asio does not detect clang 14's C++20 coroutines (it has them).
+  add_compile_definitions(BOOST_ASIO_HAS_CO_AWAIT BOOST_ASIO_HAS_STD_COROUTINE)
+  add_compile_options(-Wno-unknown-warning-option)  # the g++-only warning flags
+  # clang 14 fails to instrument coroutine frames ("Cannot represent a difference across
+  # sections"): the coroutine sources build without sanitizers (set in their CMakeLists).
+  set(SG_FUZZ_NO_COVERAGE -fno-sanitize=all)
+endif()
 if(SG_SANITIZE)
   add_compile_options(-fsanitize=${SG_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${SG_SANITIZE})

@@ -21,7 +21,7 @@ nlohmann::json read_stdin_json() {
   }
   try {
     return nlohmann::json::parse(input);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999)
     throw Error(errc::kInvalidArgument, fmt::format("stdin is not valid JSON: {}", e.what()));
   }
 }

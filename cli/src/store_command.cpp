@@ -46,7 +46,7 @@ std::shared_ptr<RocksDbStore> open_store(const StoreSettings& s, bool must_exist
 json parse_json(const std::string& text, const char* what) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, out_of_range (1e999)
     throw Error(errc::kInvalidArgument, fmt::format("{} is not valid JSON: {}", what, e.what()));
   }
 }

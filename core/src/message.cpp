@@ -80,7 +80,7 @@ ToolCall tool_call_from_json(const json& value, std::size_t index) {
     if (args != fn->end() && args->is_string()) {
       try {
         call.args = json::parse(args->get<std::string>());
-      } catch (const json::parse_error& e) {
+      } catch (const json::exception& e) {  // parse_error, and out_of_range (1e999)
         invalid(fmt::format("tool_calls[{}].function.arguments is not valid JSON: {}", index,
                             e.what()));
       }

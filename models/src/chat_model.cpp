@@ -131,7 +131,7 @@ nlohmann::json parse_structured(const Message& reply) {
   const std::string text = reply.text();
   try {
     return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, out_of_range (1e999)
     std::string excerpt = text.substr(0, 200);
     throw ModelError(errc::kModelInvalidResponse, "the model's structured reply is not JSON (" +
                                                       std::string(e.what()) + "): " + excerpt);

@@ -216,7 +216,7 @@ void add_tool_call(Message& message, std::string id, std::string name, const jso
       return;
     }
     error = "Function " + name + " arguments:\n\n" + raw + "\n\nare not a JSON object.";
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse_error, out_of_range (1e999)
     error = "Function " + name + " arguments:\n\n" + raw +
             "\n\nare not valid JSON. Received JSONDecodeError " + e.what();
   }

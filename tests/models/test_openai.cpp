@@ -357,6 +357,13 @@ TEST_CASE("tool-call arguments are parsed, malformed ones become invalid tool ca
   CHECK(reply.response_metadata == json{{"model_name", "test-model"},
                                         {"finish_reason", "tool_calls"},
                                         {"system_fingerprint", "fp_42"}});
+  // A number JSON cannot hold (found by fuzzing message JSON): an invalid call, not a crash.
+  json overflow = tool_completion();
+  overflow["choices"][0]["message"]["tool_calls"][1]["function"]["arguments"] = R"({"q": 1e999})";
+  server.push(LoopbackReply::json(overflow));
+  const sg::Message again = model.invoke({sg::human("weather in Paris?")});
+  REQUIRE(again.invalid_tool_calls.size() == 1);
+  CHECK(again.invalid_tool_calls[0].error.find("are not valid JSON") != std::string::npos);
 }
 
 TEST_CASE("a streamed reply split across reads equals the JSON one, chunk by chunk") {

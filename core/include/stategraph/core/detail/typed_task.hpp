@@ -28,7 +28,10 @@ struct TaskOutputOf {
 template <State S>
 void collect_extras(TaskInfo& info, TaskOutputOf<S>& out, std::vector<Goto>& go_to) {
   if (info.pushed.empty() && !info.more_updates.has_value()) return;
-  for (auto& [field, message] : info.pushed) {
+  for (auto& pushed : info.pushed) {
+    // Named, not a structured binding: clang before 16 cannot capture bindings in a lambda.
+    const auto& field = pushed.first;
+    auto& message = pushed.second;
     Update<S> u;
     detail::visit_field_named<S>(field, [&](auto i) {
       using U = typename field_t<S, i>::update_type;
