@@ -166,20 +166,10 @@ ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::s
     }
     catch_up(run_id);  // it may have ended meanwhile
   }
-  auto follow = std::make_shared<RunFollow>();
-  follow->kind = kind;
-  follow->channel = channel;
-  ApiResponse response;
-  if (kind == RunFollow::Kind::stream) {
-    response.content_type = "text/event-stream";
-    follow->listening = channel->listen();
-    follow->from = replayable && resume_from ? *resume_from : channel->published();
-    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
-      follow->modes.push_back(it.first->second);
-    }
-  }
+  ApiResponse response = join_response(request, kind, channel, /*listen=*/true,
+                                       replayable ? resume_from : std::nullopt);
   if (query_flag(request, "cancel_on_disconnect")) {
-    follow->on_disconnect = [this, thread_id, run_id] {
+    response.follow->on_disconnect = [this, thread_id, run_id] {
       ApiRequest cancel_request;
       try {
         (void)cancel(thread_id, run_id, cancel_request);
@@ -187,7 +177,6 @@ ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::s
       }
     };
   }
-  response.follow = std::move(follow);
   return response;
 }
 

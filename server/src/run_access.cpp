@@ -68,6 +68,25 @@ std::optional<std::size_t> resume_position(const ApiRequest& request, RunFollow:
   return static_cast<std::size_t>(last + 1);
 }
 
+ApiResponse join_response(const ApiRequest& request, RunFollow::Kind kind,
+                          std::shared_ptr<RunChannel> channel, bool listen,
+                          std::optional<std::size_t> from) {
+  auto follow = std::make_shared<RunFollow>();
+  follow->kind = kind;
+  ApiResponse response;
+  if (kind == RunFollow::Kind::stream) {
+    response.content_type = "text/event-stream";
+    if (listen) follow->listening = channel->listen();
+    follow->from = from ? *from : channel->published();
+    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
+      follow->modes.push_back(it.first->second);
+    }
+  }
+  follow->channel = std::move(channel);
+  response.follow = std::move(follow);
+  return response;
+}
+
 ApiResponse RunManager::list(const std::string& thread_id, const ApiRequest& request) const {
   if (cluster_) return cluster_->list(thread_id, request);
   (void)threads_.require(thread_id);
@@ -142,26 +161,15 @@ ApiResponse RunManager::join(const std::string& thread_id, const std::string& ru
     }
     return ended_run_follow(thread, kind);
   }
-  auto follow = std::make_shared<RunFollow>();
-  follow->kind = kind;
-  follow->channel = channel;
-  ApiResponse response;
-  if (kind == RunFollow::Kind::stream) {
-    response.content_type = "text/event-stream";
-    if (run) follow->listening = channel->listen();
-    // Replayed from the client's last event on, or the events published after joining.
-    follow->from = replayable && resume_from ? *resume_from : channel->published();
-    for (auto it = request.query.equal_range("stream_mode"); it.first != it.second; ++it.first) {
-      follow->modes.push_back(it.first->second);
-    }
-  }
+  // Replayed from the client's last event on, or the events published after joining.
+  ApiResponse response = join_response(request, kind, channel, run != nullptr,
+                                       replayable ? resume_from : std::nullopt);
   if (run && query_flag(request, "cancel_on_disconnect")) {
     std::weak_ptr<Run> weak = run;
-    follow->on_disconnect = [weak] {
+    response.follow->on_disconnect = [weak] {
       if (auto r = weak.lock()) r->token.cancel();
     };
   }
-  response.follow = std::move(follow);
   return response;
 }
 

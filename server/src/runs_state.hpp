@@ -77,4 +77,11 @@ struct RunListQuery {
 [[nodiscard]] std::optional<std::size_t> resume_position(const ApiRequest& request,
                                                          RunFollow::Kind kind);
 
+/// The response of a join of `kind` on a run's `channel`: a stream listens when `listen`,
+/// starts at `from` (a resumed stream of a replayable run) or at the events published from now
+/// on, and keeps the request's stream_mode values. The caller adds on_disconnect.
+[[nodiscard]] ApiResponse join_response(const ApiRequest& request, RunFollow::Kind kind,
+                                        std::shared_ptr<RunChannel> channel, bool listen,
+                                        std::optional<std::size_t> from);
+
 }  // namespace sg::server

@@ -20,14 +20,11 @@ constexpr const char* kContentSecurityPolicy =
     "form-action 'none'; frame-ancestors 'none'";
 
 std::string_view content_type_of(std::string_view name) {
-  const auto ends = [&](std::string_view suffix) {
-    return name.size() >= suffix.size() && name.substr(name.size() - suffix.size()) == suffix;
-  };
-  if (ends(".html")) return "text/html; charset=utf-8";
-  if (ends(".css")) return "text/css; charset=utf-8";
-  if (ends(".js")) return "text/javascript; charset=utf-8";
-  if (ends(".svg")) return "image/svg+xml";
-  if (ends(".png")) return "image/png";
+  if (name.ends_with(".html")) return "text/html; charset=utf-8";
+  if (name.ends_with(".css")) return "text/css; charset=utf-8";
+  if (name.ends_with(".js")) return "text/javascript; charset=utf-8";
+  if (name.ends_with(".svg")) return "image/svg+xml";
+  if (name.ends_with(".png")) return "image/png";
   return "application/octet-stream";
 }
 
@@ -36,7 +33,7 @@ std::string_view content_type_of(std::string_view name) {
 std::optional<ApiResponse> studio_response(std::string_view method, std::string_view target) {
   const std::string_view path = target.substr(0, target.find_first_of("?#"));
   constexpr std::string_view kRoot = "/studio";
-  if (path.substr(0, kRoot.size()) != kRoot) return std::nullopt;
+  if (!path.starts_with(kRoot)) return std::nullopt;
   std::string_view name = path.substr(kRoot.size());
   if (!name.empty() && name.front() != '/') return std::nullopt;  // "/studiox": not ours
   if (name.size() <= 1) name = "/index.html";
