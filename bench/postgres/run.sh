@@ -19,12 +19,8 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 [[ -x "$bench" ]] || { echo "run.sh: no $bench (make bench builds it)" >&2; exit 1; }
-stamp="$here/node_modules/.stategraph-lock.sha256"
-want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2)
-  echo "$want" >"$stamp"
-fi
+source "$root/scripts/lib/npm-ci.sh"
+npm_ci_once "$here"
 
 source "$root/scripts/lib/throwaway-postgres.sh"
 work="$(mktemp -d /tmp/sg-bench-pg-XXXXXX)"

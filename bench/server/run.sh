@@ -63,13 +63,9 @@ else
 fi
 common_args=(--client "$client_kind" --turns-per-thread "$turns")
 
-# Install the client's pinned packages when node_modules is missing or from another lock file.
-stamp="$here/node_modules/.stategraph-lock.sha256"
-want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >&2) || exit 1
-  echo "$want" >"$stamp"
-fi
+# The client's pinned packages.
+source "$root/scripts/lib/npm-ci.sh"
+npm_ci_once "$here"
 
 work="$(mktemp -d /tmp/sg-bench-server-XXXXXX)"
 server_pid=""     # stategraph serve, or reference/start.sh

@@ -18,13 +18,8 @@ for tool in node npm; do
   fi
 done
 
-# Install when node_modules is missing or was installed from another lock file.
-stamp=node_modules/.stategraph-lock.sha256
-want="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  npm ci --no-audit --no-fund --loglevel=error >/dev/null
-  echo "$want" >"$stamp"
-fi
+source ../../scripts/lib/npm-ci.sh
+npm_ci_once .
 
 export LG_API_URL="$1"
 # --test-concurrency and --test-force-exit came with Node 20 (Debian 12 has 18: one file runs

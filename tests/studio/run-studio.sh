@@ -35,12 +35,8 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT
-stamp="$here/node_modules/.stategraph-lock.sha256"
-want="$(sha256sum "$here/package-lock.json" | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  (cd "$here" && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
-  echo "$want" >"$stamp"
-fi
+source "$here/../../scripts/lib/npm-ci.sh"
+npm_ci_once "$here"
 node "$here/model-server.mjs" >"$work/model" &
 model=$!
 for _ in $(seq 100); do [[ -s "$work/model" ]] && break; sleep 0.05; done

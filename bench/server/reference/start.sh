@@ -7,14 +7,8 @@ set -euo pipefail
 cd "$(dirname "$0")"
 port="${1:-2024}"
 
-# Install when node_modules is missing or was installed from another lock file.
-stamp=node_modules/.stategraph-lock.sha256
-want="$(sha256sum package-lock.json | cut -d' ' -f1)"
-if [[ ! -f "$stamp" || "$(cat "$stamp")" != "$want" ]]; then
-  echo "start.sh: npm ci" >&2
-  npm ci --no-audit --no-fund --loglevel=error >&2
-  echo "$want" >"$stamp"
-fi
+source ../../../scripts/lib/npm-ci.sh
+npm_ci_once .
 
 url="http://127.0.0.1:$port"
 if curl -fsS -o /dev/null --max-time 2 "$url/ok" 2>/dev/null; then
