@@ -145,7 +145,7 @@ void PostgresKv::write(const std::vector<KvOp>& batch) {
   statements.reserve(batch.size());
   // Puts to paged spaces wait (by space) until an erase of a paged space or the end: then a
   // group's puts become one page (page_statements).
-  std::vector<std::vector<KvOp>> paged_puts(paged_.size());
+  std::vector<std::vector<const KvOp*>> paged_puts(paged_.size());
   const auto flush_paged = [&] {
     for (std::size_t p = 0; p < paged_.size(); ++p) {
       if (!paged_puts[p].empty()) page_statements(paged_puts[p], paged_[p], statements);
@@ -165,7 +165,7 @@ void PostgresKv::write(const std::vector<KvOp>& batch) {
     }
     if (const PagedSpace* p = paged(op.space)) {
       if (op.kind == KvOp::Kind::put) {
-        paged_puts[static_cast<std::size_t>(p - paged_.data())].push_back(op);
+        paged_puts[static_cast<std::size_t>(p - paged_.data())].push_back(&op);
       } else {
         flush_paged();
         statements.push_back(page_erase_statement(op));

@@ -71,7 +71,7 @@ class PostgresKv final : public KvBackend {
   /// The statements that create the paged spaces' columns and functions (postgres_kv_pages.cpp).
   [[nodiscard]] std::vector<pg::Statement> page_schema() const;
   /// The statements that store `puts` (all on `space`) as pages and loose rows.
-  void page_statements(const std::vector<KvOp>& puts, const PagedSpace& space,
+  void page_statements(const std::vector<const KvOp*>& puts, const PagedSpace& space,
                        std::vector<pg::Statement>& out) const;
   /// The statement of an erase or erase_range on a paged space.
   [[nodiscard]] pg::Statement page_erase_statement(const KvOp& op) const;

@@ -151,17 +151,18 @@ std::vector<pg::Statement> PostgresKv::page_schema() const {
   };
 }
 
-void PostgresKv::page_statements(const std::vector<KvOp>& puts, const PagedSpace& space,
+void PostgresKv::page_statements(const std::vector<const KvOp*>& puts, const PagedSpace& space,
                                  std::vector<pg::Statement>& out) const {
   // By group, in key order, the last put of a key winning.
-  std::map<std::string, std::map<std::string, const std::string*>> groups;
-  for (const KvOp& op : puts) {
-    groups[std::string(group_of(op.key, space.group_nuls))][op.key] = &op.value;
+  std::map<std::string_view, std::map<std::string_view, const std::string*>> groups;
+  for (const KvOp* op : puts) {
+    groups[group_of(op->key, space.group_nuls)][op->key] = &op->value;
   }
   for (const auto& [group, entries] : groups) {
     if (entries.size() == 1) {  // alone: a loose row
       const auto& [key, value] = *entries.begin();
-      out.push_back({put_sql_, pg::Params().integer(space.space).binary(key).binary(*value)});
+      out.push_back(
+          {put_sql_, pg::Params().integer(space.space).binary(std::string(key)).binary(*value)});
       continue;
     }
     std::string data;
@@ -173,8 +174,8 @@ void PostgresKv::page_statements(const std::vector<KvOp>& puts, const PagedSpace
     }
     out.push_back({put_page_sql_, pg::Params()
                                       .integer(space.space)
-                                      .binary(entries.begin()->first)
-                                      .binary(entries.rbegin()->first)
+                                      .binary(std::string(entries.begin()->first))
+                                      .binary(std::string(entries.rbegin()->first))
                                       .binary(std::move(data))});
   }
 }
