@@ -1,6 +1,7 @@
 // stategraph studio: pick an assistant, see its graph, list threads, chat on one, watch a run.
 import { ApiError, call, onKeyNeeded, setApiKey, stream, text } from "./api.js";
 import { appendChunk, appendHuman, renderMessages } from "./chat.js";
+import { el } from "./dom.js";
 import { initHistory, loadHistory } from "./history.js";
 import { initStore, loadNamespaces } from "./store.js";
 
@@ -103,9 +104,8 @@ async function loadAssistants() {
   state.assistants = await call("POST", "/assistants/search", { limit: 100 });
   ui.assistant.replaceChildren(
     ...state.assistants.map((a) => {
-      const option = document.createElement("option");
+      const option = el("option", "", a.name && a.name !== a.graph_id ? `${a.name} (${a.graph_id})` : a.graph_id);
       option.value = a.assistant_id;
-      option.textContent = a.name && a.name !== a.graph_id ? `${a.name} (${a.graph_id})` : a.graph_id;
       return option;
     }),
   );
@@ -155,31 +155,23 @@ function renderThreads() {
   );
   ui.threadList.replaceChildren(
     ...shown.map((t) => {
-      const item = document.createElement("li");
-      const button = document.createElement("button");
+      const button = el("button", "thread-item");
       button.type = "button";
-      button.className = "thread-item";
       button.dataset.threadId = t.thread_id;
       if (t.thread_id === state.thread) button.setAttribute("aria-current", "true");
-      const id = document.createElement("span");
-      id.className = "thread-id";
-      id.textContent = t.thread_id;
-      const badge = document.createElement("span");
-      badge.className = `badge badge-${t.status}`;
-      badge.textContent = t.status;
-      const when = document.createElement("time");
-      when.textContent = new Date(t.updated_at).toLocaleString();
-      button.append(id, badge, when);
+      button.append(
+        el("span", "thread-id", t.thread_id),
+        el("span", `badge badge-${t.status}`, t.status),
+        el("time", "", new Date(t.updated_at).toLocaleString()),
+      );
       button.addEventListener("click", () => guarded(() => openThread(t.thread_id)));
+      const item = el("li");
       item.append(button);
       return item;
     }),
   );
   if (shown.length === 0) {
-    const empty = document.createElement("li");
-    empty.className = "empty";
-    empty.textContent = state.threads.length ? "No thread matches" : "No threads yet";
-    ui.threadList.append(empty);
+    ui.threadList.append(el("li", "empty", state.threads.length ? "No thread matches" : "No threads yet"));
   }
 }
 ui.search.addEventListener("input", renderThreads);

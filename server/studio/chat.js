@@ -1,12 +1,7 @@
 // The conversation of a thread as a chat: messages by type, tool calls and tool results folded,
 // and the reply being streamed token by token.
 
-function el(tag, className, text) {
-  const node = document.createElement(tag);
-  if (className) node.className = className;
-  if (text !== undefined) node.textContent = text;
-  return node;
-}
+import { el } from "./dom.js";
 
 /** A message's content as text (a string, or an array of parts). */
 export function contentText(content) {

@@ -1,6 +1,7 @@
 // Time travel: a thread's checkpoints as a timeline, the state at one as a JSON tree with what
 // changed since its parent, replay from it, fork from it (the state edited first, if wanted).
 import { call } from "./api.js";
+import { el } from "./dom.js";
 import { changedPaths, jsonTree } from "./jsontree.js";
 
 const $ = (id) => document.getElementById(id);
@@ -40,24 +41,17 @@ export async function loadHistory() {
   snapshots = await call("POST", `/threads/${encodeURIComponent(thread)}/history`, { limit: 200 });
   $("timeline").replaceChildren(
     ...snapshots.map((s, index) => {
-      const item = document.createElement("li");
-      const button = document.createElement("button");
+      const button = el("button", "checkpoint-item");
       button.type = "button";
-      button.className = "checkpoint-item";
       button.dataset.checkpointId = s.checkpoint.checkpoint_id;
-      const step = document.createElement("span");
-      step.className = "step";
-      step.textContent = `step ${s.metadata?.step ?? "?"}`;
-      const source = document.createElement("span");
-      source.className = "badge";
-      source.textContent = s.metadata?.source ?? "";
-      const nodes = document.createElement("span");
-      nodes.className = "nodes";
-      nodes.textContent = nodesOf(index);
-      const when = document.createElement("time");
-      when.textContent = s.created_at ? new Date(s.created_at).toLocaleTimeString() : "";
-      button.append(step, source, nodes, when);
+      button.append(
+        el("span", "step", `step ${s.metadata?.step ?? "?"}`),
+        el("span", "badge", s.metadata?.source ?? ""),
+        el("span", "nodes", nodesOf(index)),
+        el("time", "", s.created_at ? new Date(s.created_at).toLocaleTimeString() : ""),
+      );
       button.addEventListener("click", () => choose(index));
+      const item = el("li");
       item.append(button);
       return item;
     }),

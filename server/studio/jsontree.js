@@ -1,4 +1,5 @@
 // A JSON value as a tree of <details>, with the paths that changed marked.
+import { el } from "./dom.js";
 
 /** The JSON-pointer paths where `after` differs from `before` (a changed container too). */
 export function changedPaths(before, after, path = "", out = new Set()) {
@@ -21,37 +22,30 @@ export function changedPaths(before, after, path = "", out = new Set()) {
 }
 
 function leaf(value) {
-  const span = document.createElement("span");
-  span.className = `json-${value === null ? "null" : typeof value}`;
-  span.textContent = JSON.stringify(value);
-  return span;
+  return el("span", `json-${value === null ? "null" : typeof value}`, JSON.stringify(value));
 }
 
 function node(key, value, path, changed, depth) {
   const isContainer = value && typeof value === "object";
   const mark = changed.has(path) ? " changed" : "";
   if (!isContainer) {
-    const row = document.createElement("div");
-    row.className = `json-row${mark}`;
-    if (key !== null) row.append(Object.assign(document.createElement("span"), { className: "json-key", textContent: `${key}: ` }));
+    const row = el("div", `json-row${mark}`);
+    if (key !== null) row.append(el("span", "json-key", `${key}: `));
     row.append(leaf(value));
     return row;
   }
-  const details = document.createElement("details");
-  details.className = `json-node${mark}`;
+  const details = el("details", `json-node${mark}`);
   details.open = depth < 1 || changed.has(path);
-  const summary = document.createElement("summary");
   const entries = Object.entries(value);
-  summary.textContent = `${key === null ? "" : `${key}: `}${Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`}`;
-  details.append(summary);
+  const size = Array.isArray(value) ? `[${entries.length}]` : `{${entries.length}}`;
+  details.append(el("summary", "", `${key === null ? "" : `${key}: `}${size}`));
   for (const [k, v] of entries) details.append(node(k, v, `${path}/${k}`, changed, depth + 1));
   return details;
 }
 
 /** A tree of `value`; paths in `changed` (changedPaths) are marked and open. */
 export function jsonTree(value, changed = new Set()) {
-  const root = document.createElement("div");
-  root.className = "json-tree";
+  const root = el("div", "json-tree");
   root.append(node(null, value, "", changed, 0));
   return root;
 }

@@ -1,5 +1,6 @@
 // The store: namespaces as a tree, the items under one, search with a query and a filter.
 import { call } from "./api.js";
+import { el } from "./dom.js";
 import { jsonTree } from "./jsontree.js";
 
 const $ = (id) => document.getElementById(id);
@@ -26,13 +27,11 @@ export async function loadNamespaces() {
     }
   }
   const list = (level, path) => {
-    const ul = document.createElement("ul");
+    const ul = el("ul");
     for (const [part, children] of [...level.entries()].sort()) {
-      const li = document.createElement("li");
-      const button = document.createElement("button");
+      const li = el("li");
+      const button = el("button", "namespace", part);
       button.type = "button";
-      button.className = "namespace";
-      button.textContent = part;
       const full = [...path, part];
       button.dataset.namespace = JSON.stringify(full);
       button.addEventListener("click", () => {
@@ -48,7 +47,7 @@ export async function loadNamespaces() {
     }
     return ul;
   };
-  $("namespaces").replaceChildren(namespaces.length ? list(root, []) : Object.assign(document.createElement("p"), { className: "empty", textContent: "The store is empty" }));
+  $("namespaces").replaceChildren(namespaces.length ? list(root, []) : el("p", "empty", "The store is empty"));
   await search();
 }
 
@@ -68,26 +67,16 @@ async function search() {
   const { items } = await call("POST", "/store/items/search", body);
   $("items").replaceChildren(
     ...items.map((item) => {
-      const li = document.createElement("li");
-      li.className = "item";
-      const head = document.createElement("div");
-      head.className = "item-head";
-      const name = document.createElement("span");
-      name.className = "item-key";
-      name.textContent = [...item.namespace, item.key].join(" / ");
-      head.append(name);
+      const head = el("div", "item-head");
+      head.append(el("span", "item-key", [...item.namespace, item.key].join(" / ")));
       if (item.score !== undefined && item.score !== null) {
-        const score = document.createElement("span");
-        score.className = "badge";
-        score.textContent = `score ${Number(item.score).toFixed(3)}`;
-        head.append(score);
+        head.append(el("span", "badge", `score ${Number(item.score).toFixed(3)}`));
       }
-      const when = document.createElement("time");
-      when.textContent = new Date(item.updated_at).toLocaleString();
-      head.append(when);
+      head.append(el("time", "", new Date(item.updated_at).toLocaleString()));
+      const li = el("li", "item");
       li.append(head, jsonTree(item.value));
       return li;
     }),
   );
-  if (!items.length) $("items").append(Object.assign(document.createElement("li"), { className: "empty", textContent: "No items" }));
+  if (!items.length) $("items").append(el("li", "empty", "No items"));
 }
