@@ -368,6 +368,10 @@ void Api::shutdown() {
   if (runs_) runs_->shutdown();
 }
 
+void Api::set_self(std::string base_url, std::string api_key) {
+  runs_->webhooks().set_self(std::move(base_url), std::move(api_key));
+}
+
 ApiResponse Api::handle(const ApiRequest& request) const {
   try {
     return route(request);

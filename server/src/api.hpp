@@ -18,6 +18,8 @@
 #include <utility>
 #include <vector>
 
+#include "webhook.hpp"
+
 namespace sg::server {
 
 /// A request as the handlers see it: the path split into decoded segments and the query
@@ -321,6 +323,8 @@ class Api {
 
   /// Cancels every run and waits for them (before the server stops).
   void shutdown();
+  /// This server's address and API key, for run webhooks given as a path. Call after binding.
+  void set_self(std::string base_url, std::string api_key);
 
   /// The assistant `id` (a UUID or a graph id) and its graph; throws ApiError 404.
   [[nodiscard]] AssistantRegistry::Resolved assistant(const std::string& id) const;
@@ -390,13 +394,21 @@ class RunManager {
   void remove_thread(const std::string& thread_id);
   /// Cancels every run and waits for the workers.
   void shutdown();
+  /// The webhooks of runs (a path is sent to `base_url` with `api_key`).
+  [[nodiscard]] WebhookSender& webhooks() noexcept { return *webhooks_; }
 
  private:
   struct Run;
   struct State;
   struct Cluster;
   friend struct Cluster;
-  void start_next(const std::string& thread_id);
+  /// Hands `run` (its thread's queue front) to a worker, or to the timer when its after_seconds
+  /// are not over; true when the caller must post execute(run). Caller holds state_->mu.
+  [[nodiscard]] bool begin_locked(const std::shared_ptr<Run>& run);
+  /// The timer thread: starts delayed runs when due.
+  void start_delayed();
+  /// POSTs a run's end to its webhook (when it has one).
+  void send_webhook(const Run& run, std::string_view status, const nlohmann::json& result);
   void execute(const std::shared_ptr<Run>& run);
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
@@ -415,6 +427,7 @@ class RunManager {
   ThreadRegistry& threads_;
   std::shared_ptr<Store> records_;
   std::unique_ptr<State> state_;
+  std::unique_ptr<WebhookSender> webhooks_ = std::make_unique<WebhookSender>();
   std::unique_ptr<Cluster> cluster_;
 };
 

@@ -32,6 +32,9 @@ constexpr const char* kSchema[] = {
     "seq bigserial NOT NULL, status text NOT NULL, record jsonb NOT NULL, spec jsonb NOT NULL, "
     "attempt int NOT NULL DEFAULT 0, worker text, lease_until timestamptz, cancel text, "
     "result jsonb)",
+    // A run created with after_seconds is not claimed before start_at (tables made before it
+    // get the column).
+    "ALTER TABLE sg_run ADD COLUMN IF NOT EXISTS start_at timestamptz",
     // One running run per thread, whatever the processes do.
     "CREATE UNIQUE INDEX IF NOT EXISTS sg_run_one_running ON sg_run (thread_id) "
     "WHERE status = 'running'",
@@ -58,8 +61,10 @@ constexpr const char* kSchema[] = {
     "    PERFORM pg_notify('sg_cancel', r.run_id || ' ' || p_strategy); "
     "  END LOOP; "
     "END IF; "
-    "INSERT INTO sg_run (run_id, thread_id, status, record, spec) "
-    "VALUES (p_run, p_thread, 'pending', p_record, p_spec); "
+    "INSERT INTO sg_run (run_id, thread_id, status, record, spec, start_at) "
+    "VALUES (p_run, p_thread, 'pending', p_record, p_spec, CASE WHEN "
+    "coalesce((p_spec->>'after_ms')::bigint, 0) > 0 THEN clock_timestamp() + "
+    "(p_spec->>'after_ms')::bigint * interval '1 millisecond' END); "
     "RETURN NULL; "
     "END $$",
     // A pending run cancelled: interrupted, or deleted (rollback).
@@ -87,6 +92,7 @@ constexpr const char* kSchema[] = {
 constexpr const char* kClaim =
     "WITH cand AS (SELECT r.run_id FROM sg_run r WHERE r.status = 'pending' "
     "AND ($2::text = '' OR r.run_id = $2::text) "
+    "AND (r.start_at IS NULL OR r.start_at <= clock_timestamp()) "
     "AND NOT EXISTS (SELECT 1 FROM sg_run o WHERE o.thread_id = r.thread_id "
     "AND (o.status = 'running' OR (o.status = 'pending' AND o.seq < r.seq))) "
     "ORDER BY r.seq LIMIT 1 FOR UPDATE SKIP LOCKED) "
@@ -94,7 +100,8 @@ constexpr const char* kClaim =
     "lease_until = clock_timestamp() + $3::bigint * interval '1 millisecond', "
     "record = r.record || jsonb_build_object('status', 'running', 'updated_at', $4::text) "
     "FROM cand WHERE r.run_id = cand.run_id "
-    "RETURNING r.run_id, r.thread_id, r.attempt, r.spec::text, coalesce(r.cancel, '')";
+    "RETURNING r.run_id, r.thread_id, r.attempt, r.spec::text, coalesce(r.cancel, ''), "
+    "CASE WHEN r.spec->>'webhook' <> '' THEN r.record::text END";
 
 std::string worker_name() {
   char host[256] = {};
@@ -126,25 +133,30 @@ RunManager::Cluster::~Cluster() {
 
 json RunManager::Cluster::spec_of(const Run& run) const {
   const RunConfig& c = run.config;
-  return {{"graph_id", run.graph->graph_id},
-          {"input", run.input},
-          {"command", run.command},
-          {"modes", run.modes},
-          {"stateless", run.stateless},
-          {"delete_thread_after", run.delete_thread_after},
-          {"resumable", run.resumable},
-          {"stream", run.streamed || run.resumable},
-          {"config",
-           {{"thread_id", c.thread_id},
-            {"checkpoint_id", c.checkpoint_id},
-            {"recursion_limit", c.recursion_limit},
-            {"durability", durability_name(c.durability)},
-            {"interrupt_before", c.interrupt_before},
-            {"interrupt_after", c.interrupt_after},
-            {"stream_subgraphs", c.stream_subgraphs},
-            {"configurable", c.configurable},
-            {"metadata", c.metadata},
-            {"context", c.context}}}};
+  return {
+      {"graph_id", run.graph->graph_id},
+      {"input", run.input},
+      {"command", run.command},
+      {"modes", run.modes},
+      {"stateless", run.stateless},
+      {"delete_thread_after", run.delete_thread_after},
+      {"resumable", run.resumable},
+      {"stream", run.streamed || run.resumable},
+      {"webhook", run.webhook},
+      {"after_ms", std::max<std::int64_t>(0, std::chrono::duration_cast<std::chrono::milliseconds>(
+                                                 run.start_at - std::chrono::steady_clock::now())
+                                                 .count())},
+      {"config",
+       {{"thread_id", c.thread_id},
+        {"checkpoint_id", c.checkpoint_id},
+        {"recursion_limit", c.recursion_limit},
+        {"durability", durability_name(c.durability)},
+        {"interrupt_before", c.interrupt_before},
+        {"interrupt_after", c.interrupt_after},
+        {"stream_subgraphs", c.stream_subgraphs},
+        {"configurable", c.configurable},
+        {"metadata", c.metadata},
+        {"context", c.context}}}};
 }
 
 std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& run_id,
@@ -160,6 +172,7 @@ std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& 
   run->stateless = spec.value("stateless", false);
   run->delete_thread_after = spec.value("delete_thread_after", false);
   run->resumable = spec.value("resumable", false);
+  run->webhook = spec.value("webhook", std::string());
   const json& c = spec.at("config");
   RunConfig& config = run->config;
   config.thread_id = c.value("thread_id", std::string());
@@ -265,6 +278,7 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
     if (!run) {
       const json spec = json::parse(row.get(0, 3));
       run = run_of(id, thread_id, spec);
+      if (!run->webhook.empty()) run->record = json::parse(row.get(0, 5));  // what it POSTs
       forward = spec.value("stream", false);
       std::lock_guard lock(mu_);
       // A join here that waited for the run elsewhere reads it here now: its channel becomes
@@ -454,6 +468,7 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
       }
     }
     run->channel->finish(result);
+    m_.send_webhook(*run, status, result);
   }
   {
     // The worker is free (claim_all() may give it the next run), but shutdown waits until this

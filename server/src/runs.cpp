@@ -23,6 +23,7 @@
 #include "cluster.hpp"
 #include "run_events.hpp"
 #include "runs_state.hpp"
+#include "webhook.hpp"
 
 namespace sg::server {
 
@@ -138,10 +139,66 @@ void RunManager::shutdown() {
     for (auto& [id, run] : state_->active) run->token.cancel();
   }
   if (cluster_) cluster_->stop_runs();
+  state_->delayed_changed.notify_all();
+  if (state_->timer.joinable()) state_->timer.join();
   std::unique_lock lock(state_->mu);
   state_->drained.wait(lock, [&] { return state_->executing == 0 && state_->finishing == 0; });
   lock.unlock();
   if (cluster_) cluster_->shutdown();
+}
+
+bool RunManager::begin_locked(const std::shared_ptr<Run>& run) {
+  if (run->start_at > std::chrono::steady_clock::now()) {
+    state_->delayed.emplace(run->start_at, run);
+    if (!state_->timer.joinable()) state_->timer = std::thread([this] { start_delayed(); });
+    state_->delayed_changed.notify_all();
+    return false;
+  }
+  run->running = true;  // from now on cancelling it goes through its token
+  ++state_->executing;
+  return true;
+}
+
+void RunManager::start_delayed() {
+  std::unique_lock lock(state_->mu);
+  while (!state_->stopping) {
+    if (state_->delayed.empty()) {
+      state_->delayed_changed.wait(lock);
+      continue;
+    }
+    const auto due = state_->delayed.begin()->first;
+    if (std::chrono::steady_clock::now() < due) {
+      state_->delayed_changed.wait_until(lock, due);
+      continue;
+    }
+    const std::shared_ptr<Run> run = state_->delayed.begin()->second.lock();
+    state_->delayed.erase(state_->delayed.begin());
+    // Still its thread's next run (not cancelled, not overtaken by an interrupt)?
+    if (!run || run->running || !state_->active.contains(run->run_id)) continue;
+    const auto queue = state_->queues.find(run->thread_id);
+    if (queue == state_->queues.end() || queue->second.empty() || queue->second.front() != run) {
+      continue;
+    }
+    run->running = true;
+    ++state_->executing;
+    state_->pool.post([this, run] { execute(run); });
+  }
+}
+
+void RunManager::send_webhook(const Run& run, std::string_view status, const json& result) {
+  if (run.webhook.empty()) return;
+  // As the official servers: the Run, its end and the thread's final values.
+  json payload = run.record;
+  payload["status"] = status.empty() ? std::string_view("interrupted") : status;
+  payload["run_started_at"] = run.started_at;
+  payload["run_ended_at"] = iso_timestamp_now();
+  payload["webhook_sent_at"] = payload["run_ended_at"];
+  if (const auto error = result.find("__error__"); error != result.end()) {
+    payload["error"] = error->value("message", std::string());
+  } else if (result.is_object() && !status.empty()) {
+    payload["values"] = result;
+  }
+  webhooks_->send(run.webhook, payload.dump());
 }
 
 std::vector<SearchItem> RunManager::run_records(const std::string& thread_id) const {
@@ -203,6 +260,21 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   run->streamed = kind == RunFollow::Kind::stream;
   run->input = body.value("input", json());
   run->command = body.value("command", json());
+  run->webhook = string_field(body, "webhook");
+  if (!run->webhook.empty() && !valid_webhook(run->webhook)) {
+    throw ApiError{422, "'webhook' must be an http:// or https:// URL or a path of this server"};
+  }
+  double after_seconds = 0;
+  if (const auto it = body.find("after_seconds"); it != body.end() && !it->is_null()) {
+    // A year at most: further is a typo, and the wait must fit a steady_clock duration.
+    if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 366 * 86400.0) {
+      throw ApiError{422, "'after_seconds' must be a number of seconds from 0 to 31622400"};
+    }
+    after_seconds = it->get<double>();
+  }
+  run->start_at = std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(after_seconds));
   if (!run->command.is_null() && !run->command.is_object()) {
     throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
   }
@@ -295,6 +367,13 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   config.metadata["thread_id"] = thread_id;
 
   const std::string now = iso_timestamp_now();
+  // As the official servers: a delayed run is created when it may start.
+  const std::string created_at =
+      after_seconds > 0 ? iso_timestamp(std::chrono::duration_cast<std::chrono::microseconds>(
+                                            std::chrono::system_clock::now().time_since_epoch())
+                                            .count() +
+                                        static_cast<std::int64_t>(after_seconds * 1e6))
+                        : now;
   run->record = {{"run_id", run->run_id},
                  {"thread_id", thread_id},
                  {"assistant_id", assistant["assistant_id"]},
@@ -310,9 +389,10 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
                    {"interrupt_after", config.interrupt_after},
                    {"temporary", stateless && run->delete_thread_after},
                    {"subgraphs", config.stream_subgraphs},
-                   {"resumable", run->resumable}}},
+                   {"resumable", run->resumable},
+                   {"webhook", run->webhook.empty() ? json() : json(run->webhook)}}},
                  {"multitask_strategy", multitask},
-                 {"created_at", now},
+                 {"created_at", created_at},
                  {"updated_at", now}};
   run->channel->publish("", "metadata", {{"run_id", run->run_id}, {"attempt", 1}});
   std::shared_ptr<void> listening;
@@ -358,11 +438,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     save(*run);
     records_->put(active_runs_namespace(), run->run_id, {{"thread_id", thread_id}});
     threads_.set_status(thread_id, "busy", graph_metadata);
-    start_now = queue.size() == 1;
-    if (start_now) {
-      run->running = true;  // from now on cancelling it goes through its token
-      ++state_->executing;
-    }
+    start_now = queue.size() == 1 && begin_locked(run);
   }
   for (const auto& pending : dropped) {
     finish(pending, pending->cancel_action == "rollback" ? "" : "interrupted", json::object());
@@ -402,7 +478,8 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
   {
     std::lock_guard lock(state_->mu);
     run->record["status"] = "running";
-    run->record["updated_at"] = iso_timestamp_now();
+    run->started_at = iso_timestamp_now();
+    run->record["updated_at"] = run->started_at;
   }
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
@@ -491,11 +568,13 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
     auto queue_it = state_->queues.find(run->thread_id);
     if (queue_it != state_->queues.end()) {
       auto& queue = queue_it->second;
+      const bool was_front = !queue.empty() && queue.front() == run;
       queue.erase(std::remove(queue.begin(), queue.end(), run), queue.end());
-      if (!queue.empty() && was_running && !state_->stopping) {
+      // The next run starts when this one held the thread (running, or waiting for its
+      // after_seconds at the front).
+      if (!queue.empty() && (was_running || was_front) && !state_->stopping &&
+          !queue.front()->running && begin_locked(queue.front())) {
         next = queue.front();
-        next->running = true;
-        ++state_->executing;
       }
     }
     state_->active.erase(run->run_id);
@@ -533,6 +612,7 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
     threads_.remove_record(run->thread_id);
   }
   run->channel->finish(result);
+  if (was_running) send_webhook(*run, status, result);
   if (next) state_->pool.post([this, next] { execute(next); });
   if (was_running) {
     std::lock_guard lock(state_->mu);

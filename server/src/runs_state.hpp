@@ -5,9 +5,11 @@
 
 #include <stategraph/core/thread_pool.hpp>
 
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <thread>
 
 #include "api.hpp"
 
@@ -31,6 +33,9 @@ struct RunManager::Run {
   std::shared_ptr<RunChannel> channel = std::make_shared<RunChannel>();
   std::shared_ptr<void> keep_events;  // a resumable run's own listener registration
   int attempt = 1;                    // the cluster's attempt (a re-queued run's next is 2, ...)
+  std::string webhook;                // POSTed the run's end (webhook.hpp); empty: none
+  std::chrono::steady_clock::time_point start_at{};  // after_seconds: not started before
+  std::string started_at;                            // when a worker began it (ISO 8601)
   // Guarded by State::mu:
   bool running = false;       // handed to a worker (it is the thread's active run)
   std::string cancel_action;  // "", "interrupt" or "rollback"
@@ -50,6 +55,11 @@ struct RunManager::State {
   static constexpr std::size_t kEndedResumable = 256;
   std::map<std::string, std::shared_ptr<RunChannel>> ended_resumable;
   std::deque<std::string> ended_resumable_order;
+  // Runs at the front of their thread's queue that wait for their after_seconds (the timer
+  // thread starts them when due; made at the first such run).
+  std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<Run>> delayed;
+  std::condition_variable delayed_changed;
+  std::thread timer;
   ThreadPool pool;
 };
 

@@ -434,6 +434,12 @@ void Server::start() {
     throw;
   }
   impl_->port = acceptor.local_endpoint().port();
+  // Webhooks given as a path come back here (through loopback when bound to every address).
+  const std::string self_host = o.host == "0.0.0.0"                     ? "127.0.0.1"
+                                : o.host == "::"                        ? "[::1]"
+                                : o.host.find(':') != std::string::npos ? "[" + o.host + "]"
+                                                                        : o.host;
+  impl_->api->set_self(fmt::format("http://{}:{}", self_host, impl_->port), o.api_key);
   impl_->io.restart();
   net::co_spawn(impl_->io, impl_->accept_loop(), net::detached);
   for (int i = 0; i < o.threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });

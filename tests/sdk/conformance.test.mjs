@@ -19,6 +19,7 @@
 
 import { describe, test } from "node:test";
 import assert from "node:assert/strict";
+import http from "node:http";
 import { Client } from "@langchain/langgraph-sdk";
 import { expectHttpError, pause, poll as pollUntil } from "./helpers.mjs";
 
@@ -1142,6 +1143,57 @@ describe("runs (§2.3)", () => {
       [404],
       "create with an unknown assistant UUID",
     );
+  });
+
+  it("afterSeconds delays the start of a run (§2.3)", async () => {
+    const t = await newThread();
+    const started = Date.now();
+    const run = await client.runs.create(t.thread_id, GRAPH_ID, {
+      input: human("later"),
+      afterSeconds: 1,
+    });
+    assert.equal(run.status, "pending");
+    await pause(400);
+    assert.equal((await client.runs.get(t.thread_id, run.run_id)).status, "pending");
+    const values = await client.runs.join(t.thread_id, run.run_id);
+    assert.ok(Date.now() - started >= 1000, "it started after its after_seconds");
+    assert.deepEqual(texts(values), ["human:later", "ai:echo: later"]);
+  });
+
+  it("a webhook receives the Run, its status and final values once it ends (§2.3)", async () => {
+    const received = [];
+    const receiver = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (chunk) => (body += chunk));
+      req.on("end", () => {
+        received.push({ method: req.method, url: req.url, body: JSON.parse(body) });
+        res.end("{}");
+      });
+    });
+    await new Promise((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+    try {
+      const webhook = `http://127.0.0.1:${receiver.address().port}/hook`;
+      const t = await newThread();
+      await client.runs.wait(t.thread_id, GRAPH_ID, { input: human("hooked"), webhook });
+      await poll("the webhook", async () => received.length, (n) => n === 1);
+      const [{ method, url, body }] = received;
+      assert.equal(method, "POST");
+      assert.equal(url, "/hook");
+      assert.equal(body.thread_id, t.thread_id);
+      assert.equal(body.status, "success");
+      assert.ok(isUuid(body.run_id));
+      assert.ok(isTime(body.run_started_at) && isTime(body.run_ended_at));
+      if (REFERENCE) {
+        // The JS dev server posts its messages as LangChain constructor objects
+        // ({lc, type: "constructor", id, kwargs}), not as the API's message dicts.
+        const contents = body.values.messages.map((m) => m.kwargs?.content ?? m.content);
+        assert.deepEqual(contents, ["hooked", "echo: hooked"]);
+      } else {
+        assert.deepEqual(texts(body.values), ["human:hooked", "ai:echo: hooked"]);
+      }
+    } finally {
+      receiver.close();
+    }
   });
 
   it("an unknown thread is 404 on create, wait and stream", async () => {

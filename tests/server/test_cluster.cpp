@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "server_fixture.hpp"
+#include "support/loopback_openai.hpp"
 #include "support/postgres_cluster.hpp"
 
 namespace {
@@ -193,6 +194,30 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
     CHECK(eventually([&] { return events_of(std::string(ended.get(0, 0))) == 0; }));
     CHECK(events_of(running_id) == 1);  // its run goes on
     (void)done;
+  }
+
+  SUBCASE("a delayed run waits for its after_seconds; its webhook is sent by whoever ran it") {
+    sg::testing::LoopbackOpenAI receiver;
+    receiver.set_handler(
+        [](const sg::testing::LoopbackRequest&) { return sg::testing::LoopbackReply::json({}); });
+    const std::string hook = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/done";
+    const std::string thread_id = a.new_thread();
+    const auto started = std::chrono::steady_clock::now();
+    const auto run =
+        a.post_json("/threads/" + thread_id + "/runs", {{"assistant_id", "agent"},
+                                                        {"input", human_input("later")},
+                                                        {"after_seconds", 1.5},
+                                                        {"webhook", hook}});
+    const std::string run_id = run["run_id"];
+    std::this_thread::sleep_for(std::chrono::milliseconds(800));
+    CHECK(run_status(b, thread_id, run_id) == "pending");
+    REQUIRE(eventually([&] { return run_status(b, thread_id, run_id) == "success"; }));
+    CHECK(std::chrono::steady_clock::now() - started >= std::chrono::milliseconds(1500));
+    REQUIRE(eventually([&] { return receiver.request_count() == 1; }));
+    const json payload = receiver.requests().at(0).json();
+    CHECK(payload["run_id"] == run_id);
+    CHECK(payload["status"] == "success");
+    CHECK(contents(payload["values"]) == std::vector<std::string>{"later", "echo: later"});
   }
 
   SUBCASE("a stopping server's running run is finished by the other") {

@@ -14,6 +14,7 @@
 
 #include "server_fixture.hpp"
 #include "support/http_client.hpp"
+#include "support/loopback_openai.hpp"
 
 using nlohmann::json;
 using sg::test::contents;
@@ -525,6 +526,123 @@ TEST_CASE("server runs: bad run requests get a clear 4xx and change nothing") {
             .status == 204);
   CHECK(sg::test::http_request("DELETE", s.server.url() + "/threads/" + t).status == 204);
   CHECK(s.get("/threads/" + t).status == 404);
+}
+
+TEST_CASE("server runs: after_seconds delays a run's start; cancelling it lets the next one in") {
+  Served s;
+  const std::string t = s.new_thread();
+  const std::string runs = "/threads/" + t + "/runs";
+  const auto before = std::chrono::steady_clock::now();
+  const json delayed = s.post_json(runs, run_body("later", {{"after_seconds", 0.6}}));
+  CHECK(delayed["status"] == "pending");
+  // As the official servers: created_at is when it may start.
+  CHECK(delayed["created_at"].get<std::string>() > delayed["updated_at"].get<std::string>());
+  const std::string path = runs + "/" + delayed["run_id"].get<std::string>();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  CHECK(s.get_json(path)["status"] == "pending");
+  CHECK(s.get_json("/threads/" + t)["status"] == "busy");
+  // The thread is busy meanwhile: reject refuses, enqueue waits behind it.
+  CHECK(s.post(runs, run_body("x")).status == 409);
+  const json queued = s.post_json(runs, run_body("next", {{"multitask_strategy", "enqueue"}}));
+  const json joined = s.get_json(runs + "/" + queued["run_id"].get<std::string>() + "/join");
+  CHECK(std::chrono::steady_clock::now() - before >= std::chrono::milliseconds(600));
+  CHECK(contents(joined) == std::vector<std::string>{"later", "echo: later", "next", "echo: next"});
+  CHECK(s.get_json(path)["status"] == "success");
+
+  // A delayed run cancelled before it starts never runs, and the run queued behind it starts.
+  const json far = s.post_json(runs, run_body("never", {{"after_seconds", 3600}}));
+  const json behind = s.post_json(runs, run_body("behind", {{"multitask_strategy", "enqueue"}}));
+  const std::string far_path = runs + "/" + far["run_id"].get<std::string>();
+  CHECK(s.post(far_path + "/cancel?wait=1", std::string()).status == 204);
+  CHECK(s.get_json(far_path)["status"] == "interrupted");
+  const json after_cancel = s.get_json(runs + "/" + behind["run_id"].get<std::string>() + "/join");
+  CHECK(contents(after_cancel).back() == "echo: behind");
+  CHECK(contents(after_cancel).size() == 6);  // "never" was not added
+
+  // interrupt drops a delayed run, and a server stopping with one waiting does not wait for it.
+  (void)s.post_json(runs, run_body("never", {{"after_seconds", 3600}}));
+  const json now =
+      s.post_json(runs + "/wait", run_body("now", {{"multitask_strategy", "interrupt"}}));
+  CHECK(contents(now).back() == "echo: now");
+  (void)s.post_json(runs, run_body("never", {{"after_seconds", 3600}}));
+  const auto stopping = std::chrono::steady_clock::now();
+  s.server.stop();
+  CHECK(std::chrono::steady_clock::now() - stopping < std::chrono::seconds(5));
+}
+
+TEST_CASE("server runs: a run's webhook gets the Run, its status and final values") {
+  sg::testing::LoopbackOpenAI receiver;
+  receiver.set_handler(
+      [](const sg::testing::LoopbackRequest&) { return sg::testing::LoopbackReply::json({}); });
+  const std::string hook = "http://127.0.0.1:" + std::to_string(receiver.port()) + "/hook";
+  Served s({.api_key = "secret-key"});
+  const std::vector<std::string> key = {"x-api-key: secret-key"};
+  const auto post = [&](const std::string& path, const json& body) {
+    return sg::test::http_request("POST", s.server.url() + path, body.dump(), key);
+  };
+  const auto wait_for_requests = [&](std::size_t n) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (receiver.request_count() < n && std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return receiver.request_count() >= n;
+  };
+  const std::string t = json::parse(post("/threads", json::object()).body)["thread_id"];
+  const auto waited = post("/threads/" + t + "/runs/wait", run_body("hi", {{"webhook", hook}}));
+  REQUIRE(waited.status == 200);
+  REQUIRE(wait_for_requests(1));
+  const auto first = receiver.requests().at(0);
+  CHECK(first.method == "POST");
+  CHECK(first.target == "/hook");
+  CHECK(first.header("x-api-key").empty());  // the key goes to this server only
+  const json payload = first.json();
+  CHECK(payload["thread_id"] == t);
+  CHECK(payload["status"] == "success");
+  CHECK(payload["kwargs"]["webhook"] == hook);
+  CHECK(contents(payload["values"]) == std::vector<std::string>{"hi", "echo: hi"});
+  CHECK(!payload["run_started_at"].get<std::string>().empty());
+  CHECK(payload["run_ended_at"].get<std::string>() >= payload["run_started_at"].get<std::string>());
+  // A failing run sends its error.
+  (void)post("/threads/" + t + "/runs/wait",
+             run_body("x", {{"webhook", hook}, {"config", {{"recursion_limit", 1}}}}));
+  REQUIRE(wait_for_requests(2));
+  const json failed = receiver.requests().at(1).json();
+  CHECK(failed["status"] == "error");
+  CHECK(failed["error"].get<std::string>().find("ecursion") != std::string::npos);
+  // A path is this server's own, sent with its key: the Run POSTed to another thread's runs
+  // (it carries assistant_id) starts a run there.
+  const std::string t2 = json::parse(post("/threads", json::object()).body)["thread_id"];
+  (void)post("/threads/" + t + "/runs/wait",
+             run_body("again", {{"webhook", "/threads/" + t2 + "/runs"},
+                                {"metadata", {{"origin", "first run"}}}}));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  json landed = json::array();
+  while (landed.empty() && std::chrono::steady_clock::now() < deadline) {
+    landed = json::parse(
+        sg::test::http_request("GET", s.server.url() + "/threads/" + t2 + "/runs", {}, key).body);
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  REQUIRE(landed.size() == 1);
+  CHECK(landed[0]["metadata"]["origin"] == "first run");  // the first run's, posted back
+  // Bad webhooks are refused before anything runs.
+  for (const char* bad : {"ftp://example.com/x", "example.com", "//evil", "http://"}) {
+    CHECK(post("/threads/" + t + "/runs", run_body("x", {{"webhook", bad}})).status == 422);
+  }
+  CHECK(post("/threads/" + t + "/runs", run_body("x", {{"webhook", 5}})).status == 422);
+  for (const json& bad : {json(-1), json("soon"), json(1e12)}) {
+    CHECK(post("/threads/" + t + "/runs", run_body("x", {{"after_seconds", bad}})).status == 422);
+  }
+  // A receiver that does not answer holds no run worker: the next runs go on.
+  receiver.set_handler([](const sg::testing::LoopbackRequest&) {
+    sg::testing::LoopbackReply slow = sg::testing::LoopbackReply::json({});
+    slow.delay = std::chrono::milliseconds(3000);
+    return slow;
+  });
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < 3; ++i) {
+    CHECK(post("/threads/" + t + "/runs/wait", run_body("x", {{"webhook", hook}})).status == 200);
+  }
+  CHECK(std::chrono::steady_clock::now() - started < std::chrono::seconds(2));
 }
 
 TEST_CASE("server store: put, get, search, namespaces, delete and bad input") {
