@@ -21,7 +21,8 @@ std::shared_ptr<RocksDbSaver> RocksDbSaver::open(const std::string& path, RocksD
       {.fsync = options.fsync,
        .create_if_missing = options.create_if_missing,
        .single_writer = true,
-       .write_buffer_bytes = std::size_t{16} << 20},
+       .write_buffer_bytes = std::size_t{16} << 20,
+       .env = options.env},
       detail::throw_as<CheckpointError>("the checkpoint database", errc::kCheckpointLocked,
                                         errc::kCheckpointCorrupt, errc::kCheckpointIo));
   return std::shared_ptr<RocksDbSaver>(

@@ -6,6 +6,10 @@
 #include <memory>
 #include <string>
 
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
+
 namespace sg {
 
 /// Options of RocksDbSaver::open.
@@ -14,6 +18,9 @@ struct RocksDbOptions {
   /// process once it returns (it is in the OS), not a crash of the machine.
   bool fsync = false;
   bool create_if_missing = true;
+  /// RocksDB's environment (files, threads), which must outlive the saver; null: the default.
+  /// Tests inject write failures with one.
+  rocksdb::Env* env = nullptr;
 };
 
 /// A checkpointer in a RocksDB database (column families checkpoints, writes, blobs, messages).
@@ -21,7 +28,9 @@ struct RocksDbOptions {
 /// Message lists are stored as a log plus ranges, so bytes written per superstep do not grow
 /// with the conversation. Safe for many threads of one process; a second process (or a second
 /// open in this one) gets a CheckpointError (code "checkpoint.locked"). Graphs use durability
-/// sync with it by default.
+/// sync with it by default. A failed write (full disk, I/O error) throws CheckpointError
+/// ("checkpoint.io") and changes nothing; the next write tries again, so the thread goes on once
+/// the disk works.
 class RocksDbSaver final : public KvCheckpointer {
  public:
   /// Opens (or creates) the database at `path`. Throws CheckpointError (codes

@@ -11,6 +11,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <shared_mutex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +19,7 @@
 namespace rocksdb {
 class DB;
 class ColumnFamilyHandle;
+class Env;
 }  // namespace rocksdb
 
 namespace sg::detail {
@@ -54,9 +56,12 @@ struct RocksOpenOptions {
   /// Writes come from one writer at a time (skip RocksDB's concurrent-writer machinery).
   bool single_writer = false;
   std::size_t write_buffer_bytes = 0;  // 0: RocksDB's default
+  /// RocksDB's environment (files, threads); null: the default. Tests inject faults with it.
+  rocksdb::Env* env = nullptr;
 };
 
-/// Thread-safe (RocksDB's guarantees).
+/// Thread-safe (RocksDB's guarantees). After a failed write (full disk, I/O error) the next write
+/// opens the database again, so a database whose disk works again takes writes again.
 class RocksDb final : public KvBackend {
  public:
   /// Opens (or creates) `path` with the column families `families` (plus RocksDB's default).
@@ -81,12 +86,26 @@ class RocksDb final : public KvBackend {
   }
 
  private:
-  RocksDb(rocksdb::DB* db, std::vector<rocksdb::ColumnFamilyHandle*> handles, bool fsync,
+  RocksDb(std::string path, std::vector<std::string> families, RocksOpenOptions options,
           RocksFail fail);
-  rocksdb::DB* db_;
-  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default family
-  bool fsync_;
+  /// Opens the database (db_ null before); throws through fail_. Caller holds mu_ exclusively.
+  void open_locked();
+  void close_locked() noexcept;
+  /// After a failed write: closes and opens the database again. Throws through fail_.
+  void recover();
+  /// Throws through fail_ when the database is closed (a recovery failed).
+  void require_open() const;
+
+  const std::string path_;
+  const std::vector<std::string> families_;
+  const RocksOpenOptions options_;
   RocksFail fail_;
+  /// Shared by every use of db_; exclusive while recover() opens the database again.
+  std::shared_mutex mu_;
+  rocksdb::DB* db_ = nullptr;
+  std::vector<rocksdb::ColumnFamilyHandle*> handles_;  // [0] is the default family
+  /// A write failed: the next write opens the database again first.
+  std::atomic<bool> failed_{false};
   std::atomic<std::uint64_t> bytes_written_{0};
 };
 
