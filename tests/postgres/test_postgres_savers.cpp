@@ -1,12 +1,15 @@
 // PostgresSaver and PostgresStore beyond the conformance suites (which run on Postgres too):
 // data survives reopening, processes share a table (caches checked, fences), an exclusive store
 // has its table alone, a dead server is a clear error.
+#include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/postgres/pg.hpp>
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "support/postgres_cluster.hpp"
@@ -185,4 +188,105 @@ TEST_CASE("PostgresSaver: no server is a clear error, a restarted server is reco
   cluster.start();
   const auto state = app.invoke(sg::MessagesState{{sg::human("after")}}, config);
   CHECK(state.state.messages.back().text() == "echo: after");
+}
+
+TEST_CASE(
+    "PostgresSaver: a connection dropped mid-transaction is a clear error, the thread stays "
+    "whole") {
+  // Issue 18's fault injection: a trigger on the saver's table terminates the connection that
+  // writes its Nth row, inside that write's transaction (pg_terminate_backend of itself), for
+  // every N of a 4-turn conversation. The write's transaction is rolled back by the server; the
+  // run fails with an sg::Error (or goes on, when the saver's retry on a fresh connection gets it
+  // through); either way the stored thread is one the error-free run passes through, and the
+  // conversation finishes, in the same process and after reopening.
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  constexpr int kTurns = 4;
+  const auto say = [](int turn) {
+    return sg::MessagesState{{sg::human("q" + std::to_string(turn))}};
+  };
+  std::vector<std::string> reference;
+  {
+    const auto app = echo(std::make_shared<sg::InMemorySaver>());
+    sg::RunConfig config;
+    config.thread_id = "t";
+    for (int turn = 0; turn < kTurns; ++turn) (void)app.invoke(say(turn), config);
+    const auto state = app.get_state(config);
+    for (const auto& m : state->values.messages) reference.push_back(m.text());
+  }
+  const auto stored = [](const sg::CompiledGraph<sg::MessagesState>& app,
+                         const sg::RunConfig& config) {
+    std::vector<std::string> out;
+    if (const auto state = app.get_state(config)) {
+      for (const auto& m : state->values.messages) out.push_back(m.text());
+    }
+    return out;
+  };
+  sg::pg::Connection admin(cluster.conninfo());
+  // Kills the connections writing rows n .. n + kills - 1.
+  const auto arm = [&](const std::string& table, int n, int kills) {
+    admin.exec("DROP SEQUENCE IF EXISTS fault_rows");
+    admin.exec("CREATE SEQUENCE fault_rows");  // not rolled back with the write it counts
+    admin.exec("CREATE OR REPLACE FUNCTION fault_" + table +
+               "() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN IF nextval('fault_rows') "
+               "BETWEEN " +
+               std::to_string(n) + " AND " + std::to_string(n + kills - 1) +
+               " THEN PERFORM pg_terminate_backend(pg_backend_pid()); PERFORM pg_sleep(5); END IF; "
+               "RETURN NEW; END $$");
+    admin.exec("CREATE OR REPLACE TRIGGER fault_" + table + " BEFORE INSERT OR UPDATE ON " + table +
+               " FOR EACH ROW EXECUTE FUNCTION fault_" + table + "()");
+  };
+  // Rows an error-free conversation writes.
+  int total = 0;
+  {
+    auto saver = sg::PostgresSaver::open(cluster.conninfo(), {.table = "count_rows"});
+    arm("count_rows", 0, 1);
+    const auto app = echo(saver);
+    sg::RunConfig config;
+    config.thread_id = "t";
+    for (int turn = 0; turn < kTurns; ++turn) (void)app.invoke(say(turn), config);
+    total = static_cast<int>(admin.exec("SELECT last_value FROM fault_rows").get_int(0, 0));
+  }
+  REQUIRE(total >= kTurns);
+  int failures = 0;
+  int dropped = 0;  // the runs that reached their Nth row (the writes vary a little)
+  for (int n = 1; n <= total; ++n) {
+    CAPTURE(n);
+    const std::string table = "drop_" + std::to_string(n);
+    sg::RunConfig config;
+    config.thread_id = "t";
+    {
+      auto saver = sg::PostgresSaver::open(cluster.conninfo(), {.table = table});
+      // Odd N: one dropped connection (the saver's retry on a fresh connection gets the write
+      // through); even N: every connection writing from then on is dropped (the run fails)
+      // until the fault is gone.
+      arm(table, n, n % 2 == 0 ? 1'000'000 : 1);
+      const auto app = echo(saver);
+      for (int turn = 0; turn < kTurns; ++turn) {
+        try {
+          (void)app.invoke(say(turn), config);
+        } catch (const sg::Error& e) {
+          ++failures;
+          INFO(e.what());
+          admin.exec("DROP TRIGGER fault_" + table + " ON " + table);  // the server is back
+          const auto now = stored(app, config);
+          CHECK(std::equal(now.begin(), now.end(), reference.begin()));  // a prefix of it
+          const bool asked = now.size() > static_cast<std::size_t>(2 * turn);
+          if (!asked) {
+            (void)app.invoke(say(turn), config);  // the question was never stored: ask again
+          } else if (!app.get_state(config)->next.empty()) {
+            (void)app.resume(config);
+          }
+        }
+      }
+      CHECK(stored(app, config) == reference);
+    }
+    if (admin.exec("SELECT last_value FROM fault_rows").get_int(0, 0) >= n) ++dropped;
+    const auto reopened = echo(sg::PostgresSaver::open(cluster.conninfo(), {.table = table}));
+    CHECK(stored(reopened, config) == reference);
+  }
+  CHECK(dropped >= total / 2);
+  CHECK(failures >= 1);
+  MESSAGE(dropped << " of " << total << " runs had connections dropped, " << failures
+                  << " failed (those whose every retry was dropped too)");
 }
