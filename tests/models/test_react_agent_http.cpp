@@ -1,12 +1,16 @@
 // The ReAct agent end to end over real HTTP: OpenAIChatModel against the loopback OpenAI-wire
 // server, which answers first with tool calls (streamed in split deltas), then with text.
+#include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/core/async.hpp>
 #include <stategraph/models/openai.hpp>
 #include <stategraph/models/react_agent.hpp>
 
 #include <doctest/doctest.h>
 
+#include <functional>
+
 #include "support/loopback_openai.hpp"
+#include "support/temp_dir.hpp"
 
 namespace {
 
@@ -117,4 +121,73 @@ TEST_CASE("the ReAct agent over HTTP in messages mode: streamed tool-call deltas
   CHECK(result.state.messages[1].tool_calls.at(0).args == nlohmann::json{{"a", 3}, {"b", 5}});
   CHECK(tokens == result.state.messages[3].text());
   CHECK(server.requests().at(0).json()["stream"] == true);
+}
+
+TEST_CASE("the ReAct agent when its model server resets or hangs: a clear error, then it resumes") {
+  // Issue 18's fault injection: the model call fails mid-run (every attempt's connection reset,
+  // or no answer within the timeout). The run ends with a ModelError, the thread keeps the
+  // question and the tool results of the steps that finished, and a resume once the server works
+  // continues from there: no step is repeated, nothing is lost.
+  using sg::testing::LoopbackReply;
+  sg::test::TempDir dir;
+  sg::testing::LoopbackOpenAI server;
+  sg::OpenAIConfig config;
+  config.base_url = server.base_url();
+  config.model = "loopback";
+  config.max_retries = 1;
+  config.total_timeout = std::chrono::milliseconds(400);
+  auto model = std::make_shared<sg::OpenAIChatModel>(config);
+  sg::ReactAgentOptions options;
+  options.checkpointer = sg::RocksDbSaver::open(dir.sub("db"));
+  auto agent = sg::create_react_agent(
+      model,
+      {sg::make_tool<HttpMulArgs>("multiply", "Multiplies.",
+                                  [](const HttpMulArgs& x) { return x.a * x.b; })},
+      options);
+  sg::RunConfig config_t;
+  config_t.thread_id = "t";
+  // A node's failure is a NodeError naming the node; the model's error is its cause.
+  const auto model_error_code = [&](const std::function<void()>& run) -> std::string {
+    try {
+      run();
+    } catch (const sg::NodeError& e) {
+      CHECK(e.node() == "agent");
+      try {
+        std::rethrow_exception(e.cause());
+      } catch (const sg::ModelError& cause) {
+        return cause.code();
+      }
+    }
+    return "(no error)";
+  };
+  const auto texts = [&] {
+    std::vector<std::string> out;
+    const auto state = agent.get_state(config_t);
+    for (const auto& m : state->values.messages) out.push_back(m.text());
+    return out;
+  };
+
+  // The first model call answers with a tool call; the second's connections are reset.
+  server.push(LoopbackReply::json(tool_call_completion()));
+  server.push(LoopbackReply::dropped());
+  server.push(LoopbackReply::dropped());
+  CHECK(model_error_code([&] { (void)agent.invoke(ask_http("What is 6 times 7?"), config_t); }) ==
+        sg::errc::kModelConnection);
+  CHECK(server.request_count() == 3);
+  CHECK(texts() == std::vector<std::string>{"What is 6 times 7?", "", "42.0"});
+  CHECK(agent.get_state(config_t)->next == std::vector<std::string>{"agent"});
+
+  // It hangs: no answer within total_timeout (a timeout is not retried).
+  LoopbackReply hang = LoopbackReply::text("too late");
+  hang.delay = std::chrono::seconds(3);
+  server.push(hang);
+  CHECK(model_error_code([&] { (void)agent.resume(config_t); }) == sg::errc::kModelTimeout);
+  CHECK(texts() == std::vector<std::string>{"What is 6 times 7?", "", "42.0"});
+
+  // The server works again: the run resumes at the model call, the tool does not run again.
+  server.push(LoopbackReply::text("6 times 7 is 42."));
+  const auto resumed = agent.resume(config_t);
+  CHECK(texts() == std::vector<std::string>{"What is 6 times 7?", "", "42.0", "6 times 7 is 42."});
+  CHECK(resumed.next.empty());
+  CHECK(server.request_count() == 5);
 }
