@@ -8,11 +8,14 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <thread>
 
 #include "support/http_client.hpp"
+#include "support/loopback_openai.hpp"
 #include "support/postgres_cluster.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
@@ -304,4 +307,76 @@ TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address ne
       sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory", "--graph", "nope"});
   CHECK(unknown.exit_code != 0);
   CHECK(unknown.err.find("no built-in graph 'nope'") != std::string::npos);
+}
+
+TEST_CASE("stategraph serve: no secret in its output, answers, errors or database") {
+  // Issue 18's security review: the server's API key (STATEGRAPH_API_KEY) and the model's
+  // (OPENAI_API_KEY) are used (the model server sees its key) but never written anywhere a user
+  // or an attacker reads: the process's output, any response (401s, errors, failed runs, state,
+  // history, runs, /info), or the bytes of the RocksDB database.
+  const std::string server_key = "srv-key-5f1c0e9b7d2a";
+  const std::string model_key = "sk-model-key-8e4b2a6c9d1f";
+  sg::testing::LoopbackOpenAI model;
+  model.push(sg::testing::LoopbackReply::text("hello there"));
+  model.push(sg::testing::LoopbackReply::error(500, "the model broke"));
+  model.push(sg::testing::LoopbackReply::error(500, "the model broke"));
+  model.push(sg::testing::LoopbackReply::error(500, "the model broke"));
+  model.push(sg::testing::LoopbackReply::error(500, "the model broke"));
+  setenv("STATEGRAPH_API_KEY", server_key.c_str(), 1);
+  setenv("OPENAI_BASE_URL", model.base_url().c_str(), 1);
+  setenv("OPENAI_API_KEY", model_key.c_str(), 1);
+  sg::test::TempDir dir;
+  std::string seen;  // every answer's status line, headers and body
+  std::string output;
+  {
+    ServeProcess serve({"--db", dir.sub("db")});
+    unsetenv("STATEGRAPH_API_KEY");
+    unsetenv("OPENAI_BASE_URL");
+    unsetenv("OPENAI_API_KEY");
+    const std::vector<std::string> key = {"x-api-key: " + server_key};
+    const auto record = [&](const sg::test::HttpResult& r) {
+      seen += std::to_string(r.status) + "\n";
+      for (const auto& [name, value] : r.headers) seen += name + ": " + value + "\n";
+      seen += r.body + "\n";
+      return r;
+    };
+    CHECK(record(serve.get("/ok")).status == 401);
+    CHECK(record(serve.get("/ok", {"x-api-key: " + server_key.substr(0, 8)})).status == 401);
+    const std::string thread_id =
+        json::parse(record(serve.post("/threads", json::object(), key)).body)["thread_id"];
+    const std::string runs = "/threads/" + thread_id + "/runs";
+    const auto ok = record(
+        serve.post(runs + "/wait", {{"assistant_id", "react_agent"}, {"input", human("hi")}}, key));
+    CHECK(contents(json::parse(ok.body)).back() == "hello there");
+    const auto failed = record(serve.post(
+        runs + "/wait", {{"assistant_id", "react_agent"}, {"input", human("again")}}, key));
+    CHECK(json::parse(failed.body)["__error__"]["message"].get<std::string>().find("500") !=
+          std::string::npos);
+    (void)record(serve.get("/threads/" + thread_id + "/state", key));
+    (void)record(serve.post("/threads/" + thread_id + "/history", {{"limit", 100}}, key));
+    (void)record(serve.get(runs, key));
+    (void)record(serve.get("/info", key));
+    (void)record(serve.post(runs, {{"assistant_id", "nope"}}, key));
+    (void)record(serve.post(runs + "/stream",
+                            {{"assistant_id", "react_agent"}, {"input", human("stream")}}, key));
+    serve.process().signal(SIGTERM);
+    CHECK(serve.process().wait() == 0);
+    output = serve.process().out() + serve.process().err();
+  }
+  // The keys were in use: the model server got its key, and requests with the server's key
+  // went through.
+  REQUIRE(!model.requests().empty());
+  CHECK(model.requests().front().header("authorization") == "Bearer " + model_key);
+  CHECK(seen.find("hello there") != std::string::npos);
+  for (const std::string& secret : {server_key, model_key}) {
+    CAPTURE(secret);
+    CHECK(output.find(secret) == std::string::npos);
+    CHECK(seen.find(secret) == std::string::npos);
+    for (const auto& file : std::filesystem::recursive_directory_iterator(dir.sub("db"))) {
+      if (!file.is_regular_file()) continue;
+      std::ifstream in(file.path(), std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+      CHECK_MESSAGE(bytes.find(secret) == std::string::npos, file.path().string());
+    }
+  }
 }
