@@ -15,6 +15,11 @@ std::int64_t slice_index(const json& value, const char* name) {
     throw Error(errc::kInvalidArgument,
                 std::string("keep update: '") + name + "' must be a number, got " + value.dump());
   }
+  constexpr auto kInt64Max = std::numeric_limits<std::int64_t>::max();
+  if (value.is_number_unsigned() &&
+      value.get<std::uint64_t>() > static_cast<std::uint64_t>(kInt64Max)) {
+    return kInt64Max;  // not wrapped around to a negative bound
+  }
   if (value.is_number_integer()) return value.get<std::int64_t>();
   const double d = value.get<double>();
   if (std::isnan(d)) return 0;

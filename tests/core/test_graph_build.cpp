@@ -3,6 +3,8 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
+#include <limits>
 #include <set>
 
 namespace {
@@ -21,6 +23,16 @@ struct Chat : sg::MessagesState {
 struct Plain {
   int x = 0;
   static constexpr auto schema() { return std::tuple{sg::field<"x">(&Plain::x)}; }
+};
+
+std::int64_t add_counts(std::int64_t a, std::int64_t b) {
+  return a + b;
+}
+
+/// A field whose reducer is a function pointer (kept in the schema, not default-constructed).
+struct Counted {
+  std::int64_t n = 0;
+  static constexpr auto schema() { return std::tuple{sg::field<"n">(&Counted::n, add_counts)}; }
 };
 
 sg::Update<Plain> inc(const Plain& s) {
@@ -75,6 +87,15 @@ TEST_CASE("updates are sparse and typed") {
   CHECK(full.slot<1>().has_value());
 }
 
+TEST_CASE("a reducer given as a function pointer is that function") {
+  // clang before 16 built it as a null pointer (tests/fuzz state_update_json crashed on it).
+  CHECK((sg::field_reducer<Counted, 0>().op == &add_counts));
+  Counted state;
+  state.n = 2;
+  sg::apply_update(state, sg::Update<Counted>{}.set<&Counted::n>(std::int64_t{3}));
+  CHECK(state.n == 5);
+}
+
 TEST_CASE("state and update JSON") {
   Chat state;
   state.summary = "s";
@@ -99,6 +120,24 @@ TEST_CASE("state and update JSON") {
   CHECK_THROWS_WITH_AS((void)sg::update_from_json<Chat>(nlohmann::json{{"bogus", 1}}),
                        "unknown state field 'bogus'", sg::Error);
   CHECK_THROWS_AS((void)sg::state_from_json<Chat>(nlohmann::json{{"turns", "x"}}), sg::Error);
+
+  // A number an integer field cannot hold is refused (nlohmann::json's conversion of such a
+  // float is undefined behaviour; tests/fuzz state_update_json found it); others truncate.
+  for (const double bad : {1e20, -1e300, 2147483648.0}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS((void)sg::update_from_json<Chat>(nlohmann::json{{"turns", bad}}),
+                         doctest::Contains("out of the range of an integer of 32 bits"), sg::Error);
+    CHECK_THROWS_AS((void)sg::state_from_json<Chat>(nlohmann::json{{"turns", bad}}), sg::Error);
+    CHECK_THROWS_AS(
+        (void)sg::update_from_json<Chat>(nlohmann::json{{"turns", {{"__overwrite__", bad}}}}),
+        sg::Error);
+  }
+  CHECK(sg::state_from_json<Chat>(nlohmann::json{{"turns", -2147483648.0}}).turns == INT32_MIN);
+  CHECK(std::get<0>(*sg::update_from_json<Chat>(nlohmann::json{{"turns", 2.9}}).slot<2>()) == 2);
+  // A keep slice's bound beyond int64 is the end, not a negative index.
+  CHECK(sg::keep_slice_from_json(
+            nlohmann::json{{"type", "keep"}, {"from", 1}, {"to", 18446744073709551615ULL}})
+            .to == std::numeric_limits<std::int64_t>::max());
 }
 
 TEST_CASE("validation errors are clear") {

@@ -8,6 +8,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 #include <type_traits>
@@ -29,6 +31,69 @@ namespace sg {
   return value.is_object() && value.value("type", nlohmann::json()) == "keep";
 }
 
+namespace detail {
+
+template <class T>
+concept HasValueType = requires {
+  typename T::value_type;
+};
+template <class T>
+concept OptionalValue = HasValueType<T> && std::is_same_v<T, std::optional<typename T::value_type>>;
+template <class T>
+concept MapValue = requires {
+  typename T::key_type;
+  typename T::mapped_type;
+};
+template <class T>
+concept ListValue = HasValueType<T> && requires(const T& t) {
+  t.begin();
+} && !std::is_same_v<T, std::string> && !std::is_same_v<T, nlohmann::json>;
+
+/// Throws sg::Error (code "argument.invalid") when `value` holds a number that `get<T>()`
+/// would convert with undefined behaviour: a float outside the range of an integer type (or
+/// NaN, from CBOR), where T is one, or an optional, a list or a map of them at any depth.
+/// nlohmann::json converts with a plain static_cast. Other types are not looked into.
+template <class T>
+void check_number_range(const nlohmann::json& value) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    if (!value.is_number_float()) return;
+    const double d = value.get<double>();
+    const double bound = std::ldexp(1.0, std::numeric_limits<T>::digits);  // 2^digits
+    const bool fits = std::is_signed_v<T> ? (d >= -bound && d < bound) : (d > -1.0 && d < bound);
+    if (!fits) {
+      throw Error(errc::kInvalidArgument, "the number " + value.dump() +
+                                              " is out of the range of an integer of " +
+                                              std::to_string(sizeof(T) * 8) + " bits");
+    }
+  } else if constexpr (OptionalValue<T>) {
+    if (!value.is_null()) check_number_range<typename T::value_type>(value);
+  } else if constexpr (MapValue<T>) {
+    if (value.is_object()) {
+      for (const auto& item : value) check_number_range<typename T::mapped_type>(item);
+    } else if (value.is_array()) {  // [[key, value], ...]
+      for (const auto& pair : value) {
+        if (!pair.is_array() || pair.size() != 2) continue;
+        check_number_range<typename T::key_type>(pair[0]);
+        check_number_range<typename T::mapped_type>(pair[1]);
+      }
+    }
+  } else if constexpr (ListValue<T>) {
+    if (value.is_array()) {
+      for (const auto& item : value) check_number_range<typename T::value_type>(item);
+    }
+  }
+}
+
+/// `value.get<T>()` after check_number_range<T>: throws sg::Error for an out-of-range number
+/// and what nlohmann::json throws for the rest.
+template <class T>
+[[nodiscard]] T json_to(const nlohmann::json& value) {
+  check_number_range<T>(value);
+  return value.template get<T>();
+}
+
+}  // namespace detail
+
 /// Reads a list-field update: a JSON array appends its elements, `{"type": "keep", ...}` keeps a
 /// slice. For message lists a single message-like also appends. Any other object leaves the list
 /// unchanged, as the keep reducer of LangGraph's memory guide does. Throws sg::Error naming what
@@ -44,7 +109,7 @@ template <class T>
       items.reserve(value.size());
       for (std::size_t i = 0; i < value.size(); ++i) {
         try {
-          items.push_back(value[i].template get<T>());
+          items.push_back(detail::json_to<T>(value[i]));
         } catch (const nlohmann::json::exception& e) {
           throw Error(errc::kInvalidArgument,
                       "list update element [" + std::to_string(i) + "]: " + e.what());
@@ -86,15 +151,16 @@ template <Reducer R>
   return nlohmann::json(std::get<0>(write));
 }
 
-/// Reads one field write (see write_to_json). Throws sg::Error (code "argument.invalid").
+/// Reads one field write (see write_to_json). Throws sg::Error (code "argument.invalid"), also
+/// for a number out of the range of the field's integers.
 template <Reducer R>
 [[nodiscard]] Write<R> write_from_json(const nlohmann::json& value) {
   try {
     if (value.is_object() && value.size() == 1 && value.contains("__overwrite__")) {
       return Overwrite<typename R::value_type>{
-          value["__overwrite__"].template get<typename R::value_type>()};
+          detail::json_to<typename R::value_type>(value["__overwrite__"])};
     }
-    return value.template get<typename R::update_type>();
+    return detail::json_to<typename R::update_type>(value);
   } catch (const nlohmann::json::exception& e) {
     throw Error(errc::kInvalidArgument, e.what());
   }

@@ -79,7 +79,9 @@ template <class R, class Spec>
 constexpr R make_reducer(const Spec& spec) {
   if constexpr (std::is_same_v<R, Spec>) {
     return spec;
-  } else if constexpr (std::is_constructible_v<R, const Spec&>) {
+  } else if constexpr (requires { R{spec}; }) {
+    // Not is_constructible: that needs parenthesized aggregate initialization, which clang
+    // before 16 lacks, and a function pointer's reducer then lost its pointer (null).
     return R{spec};
   } else {
     return R{};

@@ -202,7 +202,7 @@ requires kJsonState<S>
     const nlohmann::json& field_json = item.value();
     detail::visit_field_named<S>(key, [&](auto i) {
       try {
-        field_value<i>(state) = field_json.template get<typename field_t<S, i>::value_type>();
+        field_value<i>(state) = detail::json_to<typename field_t<S, i>::value_type>(field_json);
       } catch (const std::exception& e) {
         throw Error(errc::kInvalidArgument, "state field '" + key + "': " + e.what());
       }

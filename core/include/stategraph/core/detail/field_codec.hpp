@@ -40,6 +40,15 @@ concept TrackedListReducer = CachedReducer<R> &&
   c.rebase(v);
 };
 
+/// A reducer whose cache tells how many items an update appends at the end of a list
+/// (add_messages). A concept, not an inline requires-expression: clang before 16 takes a
+/// missing R::Cache in such an expression's parameters for a hard error.
+template <class R>
+concept CountsAppends = requires(typename R::Cache& c, const typename R::value_type& list,
+                                 const typename R::update_type& u) {
+  c.appended_count(list, u);
+};
+
 /// One new element of a list for a ListDelta or a TaskWrite of kind `items`: its CBOR.
 template <class T>
 std::string tracked_element_cbor(const T& element) {
@@ -169,7 +178,7 @@ struct FieldCodec {
         const std::string name(field_t<S, i>::name);
         if (auto it = values.find(name); it != values.end()) {
           try {
-            field_value<i>(state) = it->template get<typename field_t<S, i>::value_type>();
+            field_value<i>(state) = json_to<typename field_t<S, i>::value_type>(*it);
           } catch (const std::exception& e) {
             throw CheckpointError(errc::kCheckpointCorrupt,
                                   "thread '" + tuple.config.thread_id + "', checkpoint '" +
@@ -235,8 +244,7 @@ struct FieldCodec {
     using R = typename field_t<S, I>::reducer_type;
     if constexpr (ListEditsReducer<R> &&
                   std::is_same_v<typename R::update_type, ListUpdate<Message>> &&
-                  requires(typename R::Cache & c, const typename R::value_type& list,
-                           const typename R::update_type& u) { c.appended_count(list, u); }) {
+                  CountsAppends<R>) {
       auto& cache = std::get<I>(caches);
       const auto* update = std::get_if<0>(&write);
       if (!update || !cache.track) return std::nullopt;
