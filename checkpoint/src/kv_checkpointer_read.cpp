@@ -10,21 +10,27 @@ std::optional<KvCheckpointer::Impl::Record> KvCheckpointer::Impl::read_record(
     const std::string& thread, const std::string& ns, std::string_view key,
     std::string_view value) {
   const std::string id(key.substr(prefix_of(thread, ns).size()));
-  const json data = open_envelope(value, kRecord, {thread, id, "checkpoint"});
+  const Origin origin{thread, id, "checkpoint"};
+  const json data = open_envelope(value, kRecord, origin);
   Record r;
   r.id = id;
   try {
-    r.checkpoint.v = data.at("v").get<int>();
+    const std::int64_t v = stored_integer(data.at("v"), origin, "the format \"v\"");
+    if (v < std::numeric_limits<int>::min() || v > std::numeric_limits<int>::max())
+      corrupt(origin, fmt::format("the format \"v\" {} is out of range", v));
+    r.checkpoint.v = static_cast<int>(v);
     r.checkpoint.id = id;
     const json& ts = data.at("t");
-    r.checkpoint.ts =
-        ts.is_number_integer() ? iso_timestamp(ts.get<std::int64_t>()) : ts.get<std::string>();
-    r.checkpoint.channel_versions = data.at("cv").get<ChannelVersions>();
-    for (const auto& [node, seen] : data.at("vs").items()) {
+    r.checkpoint.ts = ts.is_number() ? iso_timestamp(stored_integer(ts, origin, "the time \"t\""))
+                                     : ts.get<std::string>();
+    r.checkpoint.channel_versions = stored_versions(data.at("cv"), origin, "channel_versions");
+    const json& seen_by = data.at("vs");
+    if (!seen_by.is_object()) corrupt(origin, "versions_seen is not an object");
+    for (const auto& [node, seen] : seen_by.items()) {
       r.checkpoint.versions_seen[node] =
-          seen.is_number_integer()
-              ? ChannelVersions{{branch_channel(node), seen.get<std::int64_t>()}}
-              : seen.get<ChannelVersions>();
+          seen.is_number() ? ChannelVersions{{branch_channel(node),
+                                              stored_integer(seen, origin, "a version seen")}}
+                           : stored_versions(seen, origin, "versions_seen");
     }
     r.metadata = data.at("m");
     if (auto run_id = data.find("r"); run_id != data.end()) {
@@ -40,6 +46,7 @@ std::optional<KvCheckpointer::Impl::Record> KvCheckpointer::Impl::read_record(
       r.parent = parent.get<std::string>();
     }
     if (auto values = data.find("x"); values != data.end()) {
+      if (!values->is_object()) corrupt({thread, id, "checkpoint"}, "malformed inline values");
       for (const auto& [channel, item] : values->items()) {
         if (!item.is_array() || item.size() != 3 || !item[0].is_number_integer() ||
             !item[1].is_string() || item[1].get_ref<const std::string&>().size() != 1) {
@@ -124,7 +131,9 @@ void KvCheckpointer::Impl::add_pending_write(const std::string& thread, const st
     value = resolve_value(thread, ns, id, channel, kViewBlob, std::move(value[kLogWrite]), present);
   } else if (value.is_object() && value.size() == 1 && value.contains(kBlobWrite)) {
     bool present = false;
-    value = read_channel(thread, ns, id, channel, value[kBlobWrite].get<std::int64_t>(), present);
+    const std::int64_t version =
+        stored_integer(value[kBlobWrite], {thread, id, "pending write"}, "a blob's version");
+    value = read_channel(thread, ns, id, channel, version, present);
   } else if (value.is_object() && value.size() == 1 && value.contains(kEscapedWrite)) {
     value = std::move(value[kEscapedWrite]);
   }
@@ -167,7 +176,13 @@ CheckpointTuple KvCheckpointer::Impl::to_tuple(const std::string& thread, const 
               if (kind == kWriteBundle) {
                 add_bundle(thread, ns, task_id, std::move(w), t);
               } else if (kind == kWrite) {
-                add_pending_write(thread, ns, task_id, w.value("channel", std::string()),
+                const auto channel = w.find("channel");
+                if (!w.is_object() || !w.contains("value") ||
+                    (channel != w.end() && !channel->is_string())) {
+                  corrupt(origin, "a write must be {channel, value, task_path}");
+                }
+                add_pending_write(thread, ns, task_id,
+                                  channel == w.end() ? std::string() : channel->get<std::string>(),
                                   std::move(w["value"]), t);
               } else {
                 corrupt(origin, fmt::format("record kind '{}' where a write was expected", kind));

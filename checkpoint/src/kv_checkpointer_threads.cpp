@@ -54,12 +54,13 @@ void KvCheckpointer::Impl::prune(const std::vector<std::string>& thread_ids,
       // Older checkpoints and their writes.
       batch.push_back({KvOp::Kind::erase_range, Column::checkpoints, prefix, prefix + keep_id});
       batch.push_back({KvOp::Kind::erase_range, Column::writes, prefix, prefix + keep_id});
-      // Values the kept checkpoint does not use; log messages its views do not reference.
-      std::map<std::string, std::set<std::uint64_t>> keep_seqs;
+      // Values the kept checkpoint does not use; log messages its views do not reference (kept
+      // as ranges: a view's range may be as long as the log's sequence numbers go).
+      std::map<std::string, Ranges> keep_ranges;
       auto keep_view = [&](const std::string& channel, const json& view) {
-        for (const auto& [a, b] : ranges_from_json(view, {thread, keep_id, "message view"})) {
-          for (std::uint64_t s = a; s < b; ++s) keep_seqs[channel].insert(s);
-        }
+        const Ranges ranges = ranges_from_json(view, {thread, keep_id, "message view"});
+        Ranges& kept = keep_ranges[channel];
+        kept.insert(kept.end(), ranges.begin(), ranges.end());
       };
       if (auto stored = kv_->get(Column::checkpoints, prefix + keep_id)) {
         const auto record = read_record(thread, ns, prefix + keep_id, *stored);
@@ -71,6 +72,8 @@ void KvCheckpointer::Impl::prune(const std::vector<std::string>& thread_ids,
           Column::blobs, prefix, prefix_end(prefix), false,
           [&](std::string_view key, std::string_view data) {
             const std::string_view rest = key.substr(prefix.size());
+            if (rest.find('\0') == std::string_view::npos)
+              corrupt({thread, keep_id, "blob key"}, "no channel name ends it");
             const std::string channel(rest.substr(0, rest.find('\0')));
             const auto version =
                 static_cast<std::int64_t>(read_u64(rest.substr(channel.size() + 1)) ^ (1ULL << 63));
@@ -88,10 +91,12 @@ void KvCheckpointer::Impl::prune(const std::vector<std::string>& thread_ids,
       kv_->scan(Column::messages, prefix, prefix_end(prefix), false,
                 [&](std::string_view key, std::string_view) {
                   const std::string_view rest = key.substr(prefix.size());
+                  if (rest.find('\0') == std::string_view::npos)
+                    corrupt({thread, keep_id, "message key"}, "no channel name ends it");
                   const std::string channel(rest.substr(0, rest.find('\0')));
                   const std::uint64_t seq = read_u64(rest.substr(channel.size() + 1));
-                  auto kept = keep_seqs.find(channel);
-                  if (kept == keep_seqs.end() || !kept->second.contains(seq)) {
+                  auto kept = keep_ranges.find(channel);
+                  if (kept == keep_ranges.end() || !in_ranges(kept->second, seq)) {
                     batch.push_back({KvOp::Kind::erase, Column::messages, std::string(key), {}});
                   }
                   return true;

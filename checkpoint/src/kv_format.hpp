@@ -308,14 +308,52 @@ inline void push_range(Ranges& ranges, std::uint64_t from, std::uint64_t to) {
   }
 }
 
+/// A stored view's ranges: each [from, to] with unsigned integers from <= to (a float, a
+/// negative or an inverted range is a corrupt view: converting a float out of range is undefined
+/// behaviour, an inverted range would wrap around in the arithmetic on positions).
 inline Ranges ranges_from_json(const json& view, const Origin& origin) {
+  const auto ranges = view.find("ranges");  // end() for a view that is not an object
+  if (ranges == view.end() || !ranges->is_array())
+    corrupt(origin, "a message view is not {\"ranges\": [[from, to], ...]}");
   Ranges out;
-  try {
-    for (const auto& r : view.at("ranges"))
-      out.emplace_back(r.at(0).get<std::uint64_t>(), r.at(1).get<std::uint64_t>());
-  } catch (const json::exception& e) {
-    corrupt(origin, e.what());
+  out.reserve(ranges->size());
+  for (const auto& r : *ranges) {
+    if (!r.is_array() || r.size() != 2 || !r[0].is_number_unsigned() ||
+        !r[1].is_number_unsigned() || r[0].get<std::uint64_t>() > r[1].get<std::uint64_t>()) {
+      corrupt(origin, "a range of a message view is not [from, to] with from <= to: " +
+                          r.dump(-1, ' ', false, json::error_handler_t::replace));
+    }
+    out.emplace_back(r[0].get<std::uint64_t>(), r[1].get<std::uint64_t>());
   }
+  return out;
+}
+
+/// Whether log position `seq` is in one of `ranges`.
+inline bool in_ranges(const Ranges& ranges, std::uint64_t seq) {
+  return std::any_of(ranges.begin(), ranges.end(),
+                     [&](const auto& r) { return r.first <= seq && seq < r.second; });
+}
+
+/// A stored integer (a JSON integer of the int64 range); anything else is corrupt (a float out
+/// of range would make the conversion undefined behaviour).
+inline std::int64_t stored_integer(const json& value, const Origin& origin, std::string_view what) {
+  if (!value.is_number_integer() ||
+      (value.is_number_unsigned() &&
+       value.get<std::uint64_t>() >
+           static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max()))) {
+    corrupt(origin, fmt::format("{} is not an integer: {}", what,
+                                value.dump(-1, ' ', false, json::error_handler_t::replace)));
+  }
+  return value.get<std::int64_t>();
+}
+
+/// Stored channel versions: an object of integers.
+inline ChannelVersions stored_versions(const json& value, const Origin& origin,
+                                       std::string_view what) {
+  if (!value.is_object()) corrupt(origin, fmt::format("{} is not an object", what));
+  ChannelVersions out;
+  for (const auto& [channel, version] : value.items())
+    out.emplace_hint(out.end(), channel, stored_integer(version, origin, what));
   return out;
 }
 

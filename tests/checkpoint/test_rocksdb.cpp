@@ -53,6 +53,58 @@ void edit_values(const std::string& path, const std::string& family,
   delete db;
 }
 
+/// Puts one key of a column family as it is (the saver must be closed).
+void put_value(const std::string& path, const std::string& family, const std::string& key,
+               const std::string& value) {
+  rocksdb::DBOptions options;
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}},
+                                                        {"checkpoints", {}},
+                                                        {"writes", {}},
+                                                        {"blobs", {}},
+                                                        {"messages", {}}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  REQUIRE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
+  bool put = false;
+  for (auto* h : handles) {
+    if (h->GetName() != family) continue;
+    REQUIRE(db->Put(rocksdb::WriteOptions(), h, key, value).ok());
+    put = true;
+  }
+  REQUIRE(put);
+  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+  delete db;
+}
+
+/// An intact record (docs/checkpoint-format.md: "SG", version 1, kind, CRC-32 of the payload)
+/// whose CBOR payload is `payload`: what reads must refuse is then its content.
+std::string sealed_record(char kind, const json& payload) {
+  const std::vector<std::uint8_t> cbor = json::to_cbor(payload);
+  std::uint32_t crc = 0xFFFFFFFFU;  // zlib's CRC-32
+  for (const std::uint8_t byte : cbor) {
+    crc ^= byte;
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320U & (0U - (crc & 1U)));
+  }
+  crc = ~crc;
+  std::string out{'S', 'G', 1, kind};
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
+  out.append(cbor.begin(), cbor.end());
+  return out;
+}
+
+/// The checkpoint record of `make_checkpoint({"n": 1}, {"n": 1})` with `changes` merged in.
+json record_with(const json& changes) {
+  json record = {{"v", 4},
+                 {"t", "2026-11-24"},
+                 {"cv", {{"n", 1}}},
+                 {"vs", json::object()},
+                 {"m", json::object()},
+                 {"p", ""},
+                 {"x", {{"n", {1, "j", 1}}}}};
+  record.update(changes);
+  return record;
+}
+
 }  // namespace
 
 TEST_CASE("a RocksDB thread survives closing and reopening") {
@@ -197,4 +249,73 @@ TEST_CASE("bytes_written per superstep stays flat as a message thread grows") {
   }
   // 800 messages in the thread at the end, 20-40 early: the bytes of a turn do not grow with it.
   CHECK(static_cast<double>(late) < 1.2 * static_cast<double>(early));
+}
+
+TEST_CASE("an intact record of the wrong shape is a CheckpointError, never another exception") {
+  // Found by tests/fuzz checkpoint_record: these threw json::type_error, converted a float out
+  // of range (undefined behaviour), or (prune) counted through a view's range one by one.
+  sg::test::TempDir dir;
+  const std::string path = dir.sub("db");
+  {
+    auto saver = sg::RocksDbSaver::open(path);
+    auto c = make_checkpoint({{"n", 1}}, {{"n", 1}});
+    saver->put({"t8", "", ""}, c, json::object(), {{"n", 1}});
+    saver->put_writes({"t8", "", c.id}, {{"n", 2}}, "task");
+  }
+  const auto refused = [&](const std::string& expected) {
+    auto saver = sg::RocksDbSaver::open(path);
+    try {
+      (void)saver->get_tuple({"t8", "", ""});
+      FAIL("expected a corruption error");
+    } catch (const sg::CheckpointError& e) {
+      CHECK(e.code() == "checkpoint.corrupt");
+      CHECK_MESSAGE(std::string(e.what()).find(expected) != std::string::npos, e.what());
+    }
+  };
+  const auto replace_with = [&](const char* family, char kind, const json& payload) {
+    edit_values(path, family, [&](std::string& v) { v = sealed_record(kind, payload); });
+  };
+  SUBCASE("a view's range bound that is a float") {
+    replace_with(
+        "checkpoints", 'c',
+        record_with({{"cv", {{"m", 1}}}, {"x", {{"m", {1, "v", {{"ranges", {{0, 1.8e19}}}}}}}}}));
+    refused("a range of a message view is not [from, to]");
+  }
+  SUBCASE("an inverted range") {
+    replace_with(
+        "checkpoints", 'c',
+        record_with({{"cv", {{"m", 1}}}, {"x", {{"m", {1, "v", {{"ranges", {{5, 2}}}}}}}}}));
+    refused("with from <= to");
+  }
+  SUBCASE("channel versions that are not integers") {
+    replace_with("checkpoints", 'c', record_with({{"cv", {{"n", 1.5}}}}));
+    refused("channel_versions is not an integer");
+  }
+  SUBCASE("a pending write whose blob reference is not a version") {
+    replace_with("writes", 'w', {{"channel", "n"}, {"value", {{"$blob", "x"}}}, {"task_path", ""}});
+    refused("a blob's version is not an integer");
+  }
+  SUBCASE("a pending write that is not an object") {
+    replace_with("writes", 'w', json::array({1, 2}));
+    refused("a write must be {channel, value, task_path}");
+  }
+  SUBCASE("prune: a key of a log that names no channel") {
+    put_value(path, "messages", std::string("t8\0\0bad", 7), sealed_record('m', "x"));
+    auto saver = sg::RocksDbSaver::open(path);
+    CHECK_THROWS_WITH_AS(saver->prune({"t8"}, sg::PruneStrategy::keep_latest),
+                         doctest::Contains("no channel name ends it"), sg::CheckpointError);
+  }
+  SUBCASE("prune keeps the log of a view as long as sequence numbers go, without counting it") {
+    replace_with(
+        "checkpoints", 'c',
+        record_with(
+            {{"x", {{"n", {1, "j", 1}}, {"other", {1, "v", {{"ranges", {{0, 1ULL << 62}}}}}}}}}));
+    put_value(path, "messages", std::string("t8\0\0other\0", 10) + std::string(7, '\0') + '\7',
+              sealed_record('m', "kept"));
+    auto saver = sg::RocksDbSaver::open(path);
+    saver->prune({"t8"}, sg::PruneStrategy::keep_latest);
+    auto t = saver->get_tuple({"t8", "", ""});
+    REQUIRE(t);
+    CHECK(t->checkpoint.channel_values == json{{"n", 1}});
+  }
 }
