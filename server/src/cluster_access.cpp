@@ -107,12 +107,13 @@ std::set<std::string> RunManager::Cluster::busy_threads() {
 
 ApiResponse RunManager::Cluster::list(const std::string& thread_id, const ApiRequest& request) {
   (void)m_.threads_.require(thread_id);
-  const auto [limit, offset, status] = run_list_query(request);
+  // Not a structured binding: the lambda below uses it (clang before 16 cannot capture one).
+  const RunListQuery query = run_list_query(request);
   const pg::Result rows = db([&](pg::Connection& c) {
     return c.exec(
         "SELECT record::text FROM sg_run WHERE thread_id = $1 AND ($2 = '' OR status = $2) "
         "ORDER BY seq DESC LIMIT $3 OFFSET $4",
-        pg::Params().text(thread_id).text(status).integer(limit).integer(offset));
+        pg::Params().text(thread_id).text(query.status).integer(query.limit).integer(query.offset));
   });
   json out = json::array();
   for (int row = 0; row < rows.rows(); ++row) out.push_back(json::parse(rows.get(row, 0)));
