@@ -39,3 +39,23 @@ TEST_CASE("fuzz corpus: message_json") {
 TEST_CASE("fuzz corpus: store_filter") {
   CHECK(replay("store_filter", sg::fuzz::store_filter) > 5);
 }
+
+TEST_CASE("fuzz corpus: checkpoint_record") {
+  CHECK(replay("checkpoint_record", sg::fuzz::checkpoint_record) > 5);
+}
+
+TEST_CASE("fuzz corpus: state_update_json") {
+  CHECK(replay("state_update_json", sg::fuzz::state_update_json) > 5);
+}
+
+TEST_CASE("fuzz corpus: sse_parser") {
+  CHECK(replay("sse_parser", sg::fuzz::sse_parser) > 5);
+}
+
+TEST_CASE("fuzz corpus: http_request") {
+  CHECK(replay("http_request", sg::fuzz::http_request) > 5);
+}
+
+TEST_CASE("fuzz corpus: cli_messages") {
+  CHECK(replay("cli_messages", sg::fuzz::cli_messages) > 5);
+}
