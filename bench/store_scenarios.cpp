@@ -1,7 +1,7 @@
 // Store benchmarks (issue 5): put throughput for 1M items, filtered search by namespace prefix
 // over 1M items (p50 / p99), semantic top-10 over 100k items of 384 dimensions (p50, with
-// recall@10 of the approximate index against exact search). RocksDbStore in a fresh directory;
-// the `:memory` units use InMemoryStore.
+// recall@10 of the approximate index against exact search), and the first query after reopening
+// 100k indexed items. RocksDbStore in a fresh directory; the `:memory` units use InMemoryStore.
 #include <stategraph/store/memory_store.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
 
@@ -139,6 +139,73 @@ Json run_semantic(const std::string& variant, int items) {
   return r;
 }
 
+/// 100k indexed items in a RocksDbStore, closed and reopened: how long the reopening and the
+/// first semantic query take (the index is built in the background meanwhile; searches are
+/// exact until it is in), and when the index is in.
+Json run_reopen(int items) {
+  const std::vector<std::string> words = {
+      "tea",    "coffee", "mountain", "river",  "music",   "chess",   "garden", "python",
+      "rust",   "cinema", "bread",    "violin", "soccer",  "ocean",   "winter", "summer",
+      "travel", "paris",  "tokyo",    "novel",  "poetry",  "running", "yoga",   "pizza",
+      "sushi",  "jazz",   "guitar",   "forest", "desert",  "history", "math",   "physics",
+      "dog",    "cat",    "horse",    "bird",   "cooking", "baking",  "wine",   "cheese"};
+  std::mt19937 rng(11);
+  auto sentence = [&](int n) {
+    std::string s;
+    for (int w = 0; w < n; ++w) {
+      if (w) s += ' ';
+      s += words[rng() % words.size()];
+    }
+    return s;
+  };
+  auto embeddings = std::make_shared<sg::HashedNgramEmbeddings>(384);
+  const sg::IndexConfig index{embeddings, {"text"}, 20000};
+  const std::string dir = bench::fresh_dir("store-reopen");
+  {
+    auto store = sg::RocksDbStore::open(dir, {.index = index});
+    for (int i = 0; i < items; ++i) {
+      store->put({"memories", label("u", i % 100)}, label("m", i), {{"text", sentence(6)}});
+    }
+    store->wait_for_index();
+  }
+  const double l0 = bench::load1();
+  const auto t0 = bench::Clock::now();
+  auto store = sg::RocksDbStore::open(dir, {.index = index});
+  const double reopen_s = bench::seconds_since(t0);
+  const auto q0 = bench::Clock::now();
+  const auto first = store->search({.prefix = {"memories"}, .query = "tea garden", .limit = 10});
+  const double first_ms = bench::seconds_since(q0) * 1000;
+  std::vector<double> during;
+  for (int q = 0; q < 5; ++q) {
+    const auto s0 = bench::Clock::now();
+    (void)store->search({.prefix = {"memories"}, .query = sentence(3), .limit = 10});
+    during.push_back(bench::seconds_since(s0) * 1000);
+  }
+  store->wait_for_index();
+  const double ready_s = bench::seconds_since(t0);
+  std::vector<double> after;
+  for (int q = 0; q < 100; ++q) {
+    const auto s0 = bench::Clock::now();
+    (void)store->search({.prefix = {"memories"}, .query = sentence(3), .limit = 10});
+    after.push_back(bench::seconds_since(s0) * 1000);
+  }
+  Json r;
+  r["store"] = "rocksdb";
+  r["ops_label"] = "queries";
+  r["loadavg_1m_at_start"] = l0;
+  r["items"] = items;
+  r["dims"] = 384;
+  r["reopen_s"] = bench::round_to(reopen_s, 3);
+  r["first_query_ms"] = bench::round_to(first_ms, 1);
+  r["first_query_hits"] = first.size();
+  r["queries_while_building_p50_ms"] = bench::round_to(percentile(during, 0.5), 1);
+  r["index_ready_after_reopen_s"] = bench::round_to(ready_s, 2);
+  r["top10_p50_ms_after"] = bench::round_to(percentile(after, 0.5), 3);
+  r["peak_rss_mb"] = bench::peak_rss_mb();
+  return r;
+}
+
+const bench::Register reopen_rocks("store_reopen:rocksdb", [] { return run_reopen(100'000); });
 const bench::Register put_rocks("store_put_search:rocksdb",
                                 [] { return run_put_search("rocksdb", 1'000'000); });
 const bench::Register put_memory("store_put_search:memory",

@@ -24,6 +24,15 @@ KvStore::Impl::Impl(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl,
                             index_->embeddings->dims()));
   }
   load_vectors();
+  // Many vectors: the index is built in the background from now on (searches are exact until
+  // it is in), so the first search after opening does not wait for it.
+  if (vectors_->count > index_->exact_limit) {
+    vectors_->build_in_background(index_->embeddings->dims());
+  }
+}
+
+void KvStore::Impl::wait_for_index() {
+  if (index_) vectors_->wait_for_build();
 }
 
 namespace {
@@ -295,6 +304,10 @@ void KvStore::start_sweeper(std::chrono::milliseconds interval) {
 
 void KvStore::stop_sweeper() {
   impl_->stop_sweeper();
+}
+
+void KvStore::wait_for_index() {
+  impl_->wait_for_index();
 }
 
 }  // namespace sg

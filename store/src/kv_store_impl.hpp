@@ -49,6 +49,8 @@ struct KvStore::Impl {
   void start_sweeper(std::chrono::milliseconds interval);
   void stop_sweeper();
   [[nodiscard]] std::size_t swept_total() const noexcept { return swept_.load(); }
+  /// KvStore::wait_for_index.
+  void wait_for_index();
   [[nodiscard]] bool has_index() const noexcept { return index_.has_value(); }
 
  private:
@@ -57,6 +59,7 @@ struct KvStore::Impl {
   std::vector<SearchItem> do_search(const SearchOp& op);
   std::vector<Namespace> do_list(const ListNamespacesOp& op);
   [[nodiscard]] std::int64_t now_micros() const;
+  struct Hnsw;
   struct Vectors;
   std::vector<std::vector<float>> embed_item(const PutOp& op);
   /// Item keys ranked by similarity (best first) from the HNSW index, or nullopt when exact
@@ -88,11 +91,31 @@ struct KvStore::Impl {
   std::chrono::milliseconds interval_{0};
 };
 
-/// The vectors of indexed items, in memory, and an HNSW index once there are many. Its functions
-/// are in kv_store_search.cpp, the one file that includes hnswlib (whose headers define
-/// non-inline globals).
+/// An HNSW index over vectors of item keys (hnswlib), with the labels of each key.
+struct KvStore::Impl::Hnsw {
+  Hnsw(std::size_t dims, std::size_t capacity);
+  ~Hnsw();
+  Hnsw(const Hnsw&) = delete;
+  Hnsw& operator=(const Hnsw&) = delete;
+
+  std::unique_ptr<hnswlib::InnerProductSpace> space;
+  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
+  std::vector<std::string> label_key;                                // label -> item key
+  std::unordered_map<std::string, std::vector<std::size_t>> labels;  // item key -> labels
+  std::size_t live_labels = 0;
+
+  void add(const std::string& key, const std::vector<std::vector<float>>& vectors);
+  void remove(const std::string& key);
+};
+
+/// The vectors of indexed items, in memory, and an HNSW index once there are many. The index is
+/// built on a thread of its own (searches are exact meanwhile), from chunks of the vectors read
+/// under a shared lock, so writes go on; keys written during the build are applied again before
+/// it is put in. Its functions are in kv_store_search.cpp, the one file that includes hnswlib
+/// (whose headers define non-inline globals).
 struct KvStore::Impl::Vectors {
   Vectors();
+  /// Stops and joins a build in progress.
   ~Vectors();
   Vectors(const Vectors&) = delete;
   Vectors& operator=(const Vectors&) = delete;
@@ -100,20 +123,34 @@ struct KvStore::Impl::Vectors {
   std::shared_mutex mu;
   std::unordered_map<std::string, std::vector<std::vector<float>>> by_key;  // item key -> vectors
   std::size_t count = 0;                                                    // vectors in by_key
-  // The approximate index (built when count exceeds IndexConfig::exact_limit).
-  std::unique_ptr<hnswlib::InnerProductSpace> space;
-  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
-  std::vector<std::string> label_key;                                // label -> item key
-  std::unordered_map<std::string, std::vector<std::size_t>> labels;  // item key -> labels
-  std::size_t live_labels = 0;
+  std::unique_ptr<Hnsw> index;  // when count exceeds IndexConfig::exact_limit, once built
+  // The build in the background (guarded by `mu`, the thread handle by `builder_mu`).
+  bool building = false;
+  std::uint64_t epoch = 0;            // clear() moves it on: a build of an older one is dropped
+  std::vector<std::string> touched;   // keys set() changed while building
+  std::atomic<bool> stopping{false};  // the destructor stops a build
+  std::mutex builder_mu;
+  std::thread builder;
 
-  void add_to_hnsw(const std::string& key, const std::vector<std::vector<float>>& vectors);
-  void remove_from_hnsw(const std::string& key);
   /// Replaces the vectors of `key` (none: removes). Caller holds `mu` exclusively.
   void set(const std::string& key, std::vector<std::vector<float>> vectors);
-  void build_hnsw(std::size_t dims);
-  /// Forgets every vector and the index. Caller holds `mu` exclusively.
+  /// Marks a build of the index as started unless it is built or being built; true when the
+  /// caller must then spawn() it, after releasing `mu` (never held with `builder_mu`). Caller
+  /// holds `mu` exclusively.
+  [[nodiscard]] bool start_build();
+  /// Starts the build start_build() marked, on a thread of its own. Caller must not hold `mu`.
+  void spawn(std::size_t dims);
+  /// Waits until no build is in progress. Caller must not hold `mu`.
+  void wait_for_build();
+  /// Starts a build when the index is missing (start_build, then spawn). Caller must not hold
+  /// `mu`.
+  void build_in_background(std::size_t dims);
+  /// Forgets every vector and the index (a build in progress is dropped when it ends). Caller
+  /// holds `mu` exclusively.
   void clear();
+
+ private:
+  void build(std::size_t dims, std::uint64_t build_epoch);
 };
 
 }  // namespace sg

@@ -22,21 +22,15 @@ using namespace store_format;  // NOLINT: this module's own helpers
 static_assert(std::is_same_v<hnswlib::labeltype, std::size_t>,
               "KvStore::Impl::Vectors keeps labels as std::size_t");
 
-KvStore::Impl::Vectors::Vectors() = default;
-KvStore::Impl::Vectors::~Vectors() = default;
+KvStore::Impl::Hnsw::Hnsw(std::size_t dims, std::size_t capacity)
+    : space(std::make_unique<hnswlib::InnerProductSpace>(dims)),
+      hnsw(std::make_unique<hnswlib::HierarchicalNSW<float>>(
+          space.get(), std::max<std::size_t>(1024, capacity), 16, 200)) {}
 
-void KvStore::Impl::Vectors::clear() {
-  by_key.clear();
-  count = 0;
-  hnsw.reset();
-  space.reset();
-  label_key.clear();
-  labels.clear();
-  live_labels = 0;
-}
+KvStore::Impl::Hnsw::~Hnsw() = default;
 
-void KvStore::Impl::Vectors::add_to_hnsw(const std::string& key,
-                                         const std::vector<std::vector<float>>& vectors) {
+void KvStore::Impl::Hnsw::add(const std::string& key,
+                              const std::vector<std::vector<float>>& vectors) {
   for (const auto& v : vectors) {
     const auto label = static_cast<hnswlib::labeltype>(label_key.size());
     if (label >= hnsw->max_elements_) hnsw->resizeIndex(std::max<std::size_t>(1024, label * 2));
@@ -47,7 +41,7 @@ void KvStore::Impl::Vectors::add_to_hnsw(const std::string& key,
   }
 }
 
-void KvStore::Impl::Vectors::remove_from_hnsw(const std::string& key) {
+void KvStore::Impl::Hnsw::remove(const std::string& key) {
   auto it = labels.find(key);
   if (it == labels.end()) return;
   for (auto label : it->second) {
@@ -57,26 +51,115 @@ void KvStore::Impl::Vectors::remove_from_hnsw(const std::string& key) {
   labels.erase(it);
 }
 
+KvStore::Impl::Vectors::Vectors() = default;
+
+KvStore::Impl::Vectors::~Vectors() {
+  stopping = true;
+  const std::lock_guard lock(builder_mu);
+  if (builder.joinable()) builder.join();
+}
+
+void KvStore::Impl::Vectors::clear() {
+  by_key.clear();
+  count = 0;
+  index.reset();
+  touched.clear();
+  ++epoch;
+}
+
 void KvStore::Impl::Vectors::set(const std::string& key, std::vector<std::vector<float>> vectors) {
   if (auto it = by_key.find(key); it != by_key.end()) {
     count -= it->second.size();
     by_key.erase(it);
   }
-  if (hnsw) remove_from_hnsw(key);
+  if (index) index->remove(key);
+  if (building) touched.push_back(key);
   if (vectors.empty()) return;
-  if (hnsw) add_to_hnsw(key, vectors);
+  if (index) index->add(key, vectors);
   count += vectors.size();
   by_key.emplace(key, std::move(vectors));
 }
 
-void KvStore::Impl::Vectors::build_hnsw(std::size_t dims) {
-  space = std::make_unique<hnswlib::InnerProductSpace>(dims);
-  hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(
-      space.get(), std::max<std::size_t>(1024, count * 2), 16, 200);
-  label_key.clear();
-  labels.clear();
-  live_labels = 0;
-  for (const auto& [key, vectors] : by_key) add_to_hnsw(key, vectors);
+bool KvStore::Impl::Vectors::start_build() {
+  if (index || building) return false;
+  building = true;
+  touched.clear();
+  return true;
+}
+
+void KvStore::Impl::Vectors::spawn(std::size_t dims) {
+  std::uint64_t build_epoch = 0;
+  {
+    std::shared_lock lock(mu);
+    build_epoch = epoch;
+  }
+  const std::lock_guard lock(builder_mu);
+  // A previous build has ended (building was false when this one was marked).
+  if (builder.joinable()) builder.join();
+  builder = std::thread([this, dims, build_epoch] { build(dims, build_epoch); });
+}
+
+void KvStore::Impl::Vectors::build_in_background(std::size_t dims) {
+  bool start = false;
+  {
+    std::unique_lock lock(mu);
+    start = start_build();
+  }
+  if (start) spawn(dims);
+}
+
+void KvStore::Impl::Vectors::build(std::size_t dims, std::uint64_t build_epoch) {
+  std::unique_ptr<Hnsw> fresh;
+  try {
+    std::vector<std::string> keys;
+    {
+      std::shared_lock lock(mu);
+      keys.reserve(by_key.size());
+      for (const auto& entry : by_key) keys.push_back(entry.first);
+      fresh = std::make_unique<Hnsw>(dims, count * 2);
+    }
+    // Chunks of keys under a shared lock: searches and writes go on between them.
+    constexpr std::size_t kChunk = 64;
+    for (std::size_t at = 0; at < keys.size() && !stopping; at += kChunk) {
+      std::shared_lock lock(mu);
+      if (epoch != build_epoch) break;
+      for (std::size_t i = at; i < std::min(keys.size(), at + kChunk); ++i) {
+        if (auto it = by_key.find(keys[i]); it != by_key.end()) fresh->add(keys[i], it->second);
+      }
+    }
+  } catch (...) {
+    fresh.reset();  // out of memory: searches stay exact; the next search tries again
+  }
+  {
+    std::unique_lock lock(mu);
+    if (fresh && !stopping && epoch == build_epoch) {
+      try {
+        for (const auto& key : touched) {  // written since their chunk was read
+          fresh->remove(key);
+          if (auto it = by_key.find(key); it != by_key.end()) fresh->add(key, it->second);
+        }
+        index = std::move(fresh);
+      } catch (...) {
+        // As above: exact until the next build.
+      }
+    }
+    touched.clear();
+    building = false;  // from here on the thread does not take `mu` (see start_build)
+  }
+}
+
+void KvStore::Impl::Vectors::wait_for_build() {
+  for (;;) {
+    {
+      const std::lock_guard lock(builder_mu);
+      if (builder.joinable()) builder.join();
+    }
+    {
+      std::shared_lock lock(mu);
+      if (!building) return;
+    }
+    std::this_thread::yield();  // marked, not spawned yet
+  }
 }
 
 std::optional<std::vector<std::pair<std::string, double>>> KvStore::Impl::approximate(
@@ -84,12 +167,19 @@ std::optional<std::vector<std::pair<std::string, double>>> KvStore::Impl::approx
   {
     std::shared_lock lock(vectors_->mu);
     if (vectors_->count <= index_->exact_limit) return std::nullopt;
+    if (!vectors_->index && vectors_->building) return std::nullopt;  // exact until it is in
   }
-  std::unique_lock build(vectors_->mu);
-  if (!vectors_->hnsw) vectors_->build_hnsw(index_->embeddings->dims());
-  build.unlock();
+  {
+    std::shared_lock lock(vectors_->mu);
+    if (!vectors_->index) {
+      lock.unlock();
+      vectors_->build_in_background(index_->embeddings->dims());
+      return std::nullopt;
+    }
+  }
   std::shared_lock lock(vectors_->mu);
-  auto& v = *vectors_;
+  if (!vectors_->index) return std::nullopt;  // cleared meanwhile (another process's change)
+  auto& v = *vectors_->index;
   const std::size_t k = std::min(want, v.live_labels);
   // hnswlib's ef is shared state: serialize searches on it.
   static std::mutex ef_mu;
@@ -161,7 +251,8 @@ std::vector<SearchItem> KvStore::Impl::do_search(const SearchOp& op) {
         break;
       }
       std::shared_lock lock(vectors_->mu);
-      if (k >= vectors_->live_labels) break;  // everything seen: exact search fills the rest
+      // Everything seen: exact search fills the rest.
+      if (!vectors_->index || k >= vectors_->index->live_labels) break;
     }
   }
   if (!complete) {

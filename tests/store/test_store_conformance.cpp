@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <fstream>
+#include <set>
 #include <thread>
 
 #ifdef SG_TEST_POSTGRES
@@ -15,6 +16,12 @@
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
+
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
 
 namespace {
 
@@ -479,6 +486,58 @@ TEST_CASE_TEMPLATE("approximate search: recall against exact, and full pages wit
   const auto rare =
       approx->search({.prefix = {"docs"}, .filter = {{"rare", true}}, .query = "tea", .limit = 10});
   CHECK(rare.size() == 5);
+}
+
+TEST_CASE_TEMPLATE(
+    "approximate search: the index is built in the background, writes meanwhile "
+    "are in it, the first search after reopening is exact at once",
+    F, IndexedMemory, IndexedRocks) {
+  F factory;
+  auto approx = factory.make(text_index(50));
+  auto exact = std::make_shared<sg::InMemoryStore>(sg::TtlConfig{}, text_index());
+  const auto put = [&](const std::string& key, const std::string& text) {
+    approx->put({"docs"}, key, {{"text", text}});
+    exact->put({"docs"}, key, {{"text", text}});
+  };
+  for (int i = 0; i < 400; ++i) {
+    put("d" + std::to_string(i),
+        "note " + std::to_string(i) + " about tea and rivers " + std::to_string(i % 17));
+  }
+  // The first search starts the build and is answered exactly.
+  const auto first = approx->search({.prefix = {"docs"}, .query = "tea rivers 5"});
+  CHECK(keys_of(first) == keys_of(exact->search({.prefix = {"docs"}, .query = "tea rivers 5"})));
+  // Writes while it builds: new items, replaced ones, removed ones.
+  for (int i = 0; i < 30; ++i) put("z" + std::to_string(i), "zebra crossing " + std::to_string(i));
+  for (int i = 0; i < 20; ++i) put("d" + std::to_string(i), "zebra replaced " + std::to_string(i));
+  for (int i = 20; i < 40; ++i) {
+    approx->remove({"docs"}, "d" + std::to_string(i));
+    exact->remove({"docs"}, "d" + std::to_string(i));
+  }
+  approx->wait_for_index();
+  // The index holds them all: what the exact store finds for "zebra", and nothing removed.
+  const auto zebra = keys_of(approx->search({.prefix = {"docs"}, .query = "zebra", .limit = 50}));
+  const auto want = keys_of(exact->search({.prefix = {"docs"}, .query = "zebra", .limit = 50}));
+  CHECK(std::set<std::string>(zebra.begin(), zebra.end()) ==
+        std::set<std::string>(want.begin(), want.end()));
+  for (int i = 20; i < 40; ++i) {
+    const auto hits = keys_of(approx->search(
+        {.prefix = {"docs"}, .query = "note " + std::to_string(i) + " tea rivers", .limit = 60}));
+    CHECK(std::count(hits.begin(), hits.end(), "d" + std::to_string(i)) == 0);
+  }
+  // Under ThreadSanitizer the reopening is left out: its deadlock detector reports a lock-order
+  // inversion in the main thread alone, with every stack lost, once an indexed RocksDbStore is
+  // reopened in the same process (the code before the background build did too; race
+  // detection, detect_deadlocks=0, finds nothing here). The other builds run it.
+  if constexpr (std::is_same_v<F, IndexedRocks> && !kThreadSanitizer) {
+    approx.reset();
+    // Reopened: the index is built in the background; the first search does not wait for it.
+    auto reopened = sg::RocksDbStore::open(factory.last, {.index = text_index(50)});
+    const auto again = reopened->search({.prefix = {"docs"}, .query = "zebra", .limit = 50});
+    const auto again_keys = keys_of(again);
+    CHECK(std::set<std::string>(again_keys.begin(), again_keys.end()) ==
+          std::set<std::string>(want.begin(), want.end()));
+    reopened->wait_for_index();
+  }
 }
 
 TEST_CASE_TEMPLATE("many threads put, search and sweep at once", F, IndexedMemory, IndexedRocks) {

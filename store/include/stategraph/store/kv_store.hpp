@@ -49,6 +49,10 @@ class KvStore : public Store {
   void start_sweeper(std::chrono::milliseconds interval);
   /// Stops the sweeper and waits for it; nothing happens when none runs. Thread-safe.
   void stop_sweeper();
+  /// Waits until the semantic index being built in the background (above
+  /// IndexConfig::exact_limit vectors, at opening or at the first search; searches are exact
+  /// meanwhile) is in place; returns at once when none is being built. Thread-safe.
+  void wait_for_index();
 
  private:
   friend class InMemoryStore;
