@@ -450,9 +450,9 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
       }
     }
     if (delete_thread) {
-      if (const auto saver = run->graph->graph->checkpointer()) {
+      if (run->graph->graph->checkpointer()) {
         try {
-          saver->delete_thread(run->thread_id);
+          run->graph->graph->delete_thread(run->thread_id);
         } catch (const std::exception&) {
           // A temporary thread left behind costs space only.
         }

@@ -335,7 +335,7 @@ ApiResponse Api::delete_thread(const std::string& thread_id) const {
   const json thread = threads_->require(thread_id);
   runs_->remove_thread(thread_id);  // 409 while a run is active
   if (const GraphEntry* graph = thread_graph(thread)) {
-    if (const auto saver = graph->graph->checkpointer()) saver->delete_thread(thread_id);
+    if (graph->graph->checkpointer()) graph->graph->delete_thread(thread_id);
   }
   threads_->remove_record(thread_id);
   return no_content();

@@ -751,3 +751,22 @@ TEST_CASE("async durability: short steps do not run far ahead of a slow saver") 
   CHECK(max_lag.load() <= 2 * static_cast<int>(sg::detail::kAsyncWriteBatch) + 2);
   MESSAGE("largest lag of stored checkpoints behind steps: " << max_lag.load());
 }
+
+TEST_CASE_TEMPLATE("delete_thread removes a thread's checkpoints; the next run starts afresh", F,
+                   SG_SAVER_FACTORIES) {
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  (void)app.invoke(say("hi"), thread("t"));
+  (void)app.invoke(say("again"), thread("t"));
+  (void)app.invoke(say("other"), thread("u"));
+  app.delete_thread("t");
+  CHECK_FALSE(app.get_state(thread("t")));
+  CHECK(app.get_state_history(thread("t")).empty());
+  const auto fresh = app.invoke(say("new"), thread("t"));
+  CHECK(fresh.state.x == 11);  // not 33: nothing of the deleted thread is used
+  CHECK(fresh.state.messages.size() == 1);
+  CHECK(app.get_state(thread("u"))->values.x == 11);  // other threads are untouched
+  const auto no_saver = chain(nullptr);
+  CHECK_THROWS_AS(no_saver.delete_thread("t"), sg::Error);
+}

@@ -251,6 +251,15 @@ class CompiledGraph {
     return executor.snapshot();
   }
 
+  /// Deletes the thread: its checkpoints (Checkpointer::delete_thread) and the final state this
+  /// graph remembers of it (CompileOptions::recent_threads). Throws sg::Error without a
+  /// checkpointer, what the checkpointer throws otherwise. Thread-safe.
+  void delete_thread(const std::string& thread_id) const {
+    Checkpointer* saver = need_checkpointer();
+    if (def_->recent) (void)def_->recent->take(thread_id);
+    saver->delete_thread(thread_id);
+  }
+
   /// The thread's checkpoints as snapshots, newest first; `options.filter` (metadata), `before`
   /// and `limit` as in Checkpointer::list. Throws like get_state.
   [[nodiscard]] std::vector<StateSnapshot<S>> get_state_history(const RunConfig& config,

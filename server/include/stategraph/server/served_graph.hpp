@@ -86,6 +86,9 @@ class ServedGraph {
 
   /// The checkpointer its threads live in; null when compiled without one.
   [[nodiscard]] virtual std::shared_ptr<Checkpointer> checkpointer() const = 0;
+  /// Deletes a thread's checkpoints and what the graph remembers of it. Throws sg::Error without
+  /// a checkpointer, CheckpointError from it. Thread-safe.
+  virtual void delete_thread(const std::string& thread_id) const = 0;
 
   /// Throws sg::Error (kInvalidArgument) when `input` (or `command`, when not null) does not
   /// fit the state: what run() would throw before it starts.
@@ -165,6 +168,9 @@ class ServedCompiledGraph final : public ServedGraph {
 
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
     return graph_.checkpointer();
+  }
+  void delete_thread(const std::string& thread_id) const override {
+    graph_.delete_thread(thread_id);
   }
 
   void check_input(const nlohmann::json& input, const nlohmann::json& command) const override {
@@ -273,6 +279,9 @@ class ServedStateGraph final : public ServedGraph {
   [[nodiscard]] std::string draw_dot() const override { return unbound_.draw_dot(); }
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
     return unbound_.checkpointer();
+  }
+  void delete_thread(const std::string& thread_id) const override {
+    unbound_.delete_thread(thread_id);
   }
   void check_input(const nlohmann::json& input, const nlohmann::json& command) const override {
     unbound_.check_input(input, command);
