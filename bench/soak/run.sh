@@ -5,7 +5,9 @@
 # against the same inputs replayed one by one on a fresh in-memory server; the servers' RSS and
 # open file descriptors are sampled every 2 s (soak.mjs). Prints soak.mjs's JSON report.
 #   bench/soak/run.sh [--db rocksdb|postgres] [--processes N] [--threads 200] [--clients 16]
-#                     [--seconds 60] [--cli PATH]
+#                     [--seconds 60] [--turns N] [--cli PATH]
+# --turns N: a thread is checked, deleted and replaced by a fresh one after N runs (0: never),
+# so that what the server holds stays the same size and its memory must stay flat.
 #   e.g. bench/soak/run.sh; bench/soak/run.sh --db postgres --processes 3
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -15,6 +17,7 @@ processes=1
 threads=200
 clients=16
 seconds=60
+turns=0
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --db) db="$2"; shift 2 ;;
@@ -22,6 +25,7 @@ while [[ $# -gt 0 ]]; do
     --threads) threads="$2"; shift 2 ;;
     --clients) clients="$2"; shift 2 ;;
     --seconds) seconds="$2"; shift 2 ;;
+    --turns) turns="$2"; shift 2 ;;
     --cli) cli="$2"; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -64,4 +68,4 @@ reference="$(serve_url "$work/out-ref" "$reference_pid")"
 pids="$(IFS=,; echo "${servers[*]:0:$processes}")"
 echo "run.sh: $threads threads, $clients clients, ${seconds}s, $db, $processes process(es)" >&2
 node "$root/bench/soak/soak.mjs" "$(IFS=,; echo "${urls[*]}")" "$reference" "$pids" \
-  "$threads" "$clients" "$seconds"
+  "$threads" "$clients" "$seconds" "$turns"

@@ -2,13 +2,17 @@
 // CLIENTS concurrent clients for SECONDS (runs.wait of the echo graph `agent`), each thread by one
 // client at a time; then every thread's final state is checked against the same inputs replayed
 // one by one on a fresh server (REFERENCE_URL): any lost, repeated or foreign message fails it.
-// Samples the servers' RSS and open file descriptors (PIDS) every 2 s.
-//   node soak.mjs URL[,URL...] REFERENCE_URL PIDS THREADS CLIENTS SECONDS
+// Samples the servers' RSS and open file descriptors (PIDS) every 2 s. With TURNS > 0 a thread
+// that reaches TURNS runs is checked then, deleted, and replaced by a fresh one (conversations of
+// bounded length: what a server holds stays the same, so its memory must stay flat).
+//   node soak.mjs URL[,URL...] REFERENCE_URL PIDS THREADS CLIENTS SECONDS [TURNS]
 // URLs: the servers (several processes on one database share the threads; client c uses URL
 // c mod n). Prints a JSON report; exits 1 when a thread differs or a request failed.
 import { readFileSync, readdirSync } from "node:fs";
 
-const [urlList, referenceUrl, pidList, threadCount, clientCount, seconds] = process.argv.slice(2);
+const [urlList, referenceUrl, pidList, threadCount, clientCount, seconds, turns = "0"] =
+  process.argv.slice(2);
+const TURNS = Number(turns);
 const urls = urlList.split(",");
 const pids = pidList.split(",").map(Number);
 const THREADS = Number(threadCount);
@@ -26,6 +30,7 @@ async function call(base, method, path, body) {
   return text.trim() ? JSON.parse(text) : null;
 }
 
+const errors = [];
 const human = (content) => ({ messages: [{ role: "user", content }] });
 const contents = (values) => (values?.messages ?? []).map((m) => `${m.type}:${m.content}`);
 
@@ -41,17 +46,40 @@ function sample() {
 }
 
 // Threads, and what each was sent, in order.
+async function newThread(base) {
+  const thread = await call(base, "POST", "/threads", { metadata: { soak: true } });
+  return { id: thread.thread_id, sent: [], busy: false };
+}
 const threads = [];
-for (let i = 0; i < THREADS; ++i) {
-  const thread = await call(urls[i % urls.length], "POST", "/threads", { metadata: { soak: true } });
-  threads.push({ id: thread.thread_id, sent: [], busy: false });
+for (let i = 0; i < THREADS; ++i) threads.push(await newThread(urls[i % urls.length]));
+
+// Whether a thread's state equals the same inputs replayed one by one on a fresh server.
+let differing = 0;
+let checked = 0;
+async function check(thread) {
+  const reference = await call(referenceUrl, "POST", "/threads", {});
+  for (const text of thread.sent) {
+    await call(referenceUrl, "POST", `/threads/${reference.thread_id}/runs/wait`, {
+      assistant_id: "agent",
+      input: human(text),
+    });
+  }
+  const [ours, theirs] = await Promise.all([
+    call(urls[0], "GET", `/threads/${thread.id}/state`),
+    call(referenceUrl, "GET", `/threads/${reference.thread_id}/state`),
+  ]);
+  await call(referenceUrl, "DELETE", `/threads/${reference.thread_id}`);
+  ++checked;
+  if (JSON.stringify(contents(ours.values)) !== JSON.stringify(contents(theirs.values))) {
+    ++differing;
+    if (differing <= 3) errors.push(`thread ${thread.id} differs from its sequential run`);
+  }
 }
 
 const started = performance.now();
 const samples = [sample()];
 const sampler = setInterval(() => samples.push(sample()), 2000);
 let runs = 0;
-const errors = [];
 const deadline = started + DURATION_MS;
 await Promise.all(
   Array.from({ length: CLIENTS }, async (_, c) => {
@@ -77,6 +105,12 @@ await Promise.all(
           errors.push(`thread ${thread.id}: wait answered ${JSON.stringify(got.slice(-2))}`);
         }
         ++runs;
+        if (TURNS > 0 && thread.sent.length >= TURNS) {
+          // Checked now, then replaced by a fresh thread (it stays busy meanwhile).
+          await check(thread);
+          await call(base, "DELETE", `/threads/${thread.id}`);
+          Object.assign(thread, await newThread(base), { busy: true });
+        }
       } catch (e) {
         errors.push(String(e.message ?? e));
       }
@@ -88,24 +122,9 @@ clearInterval(sampler);
 samples.push(sample());
 const elapsed = (performance.now() - started) / 1000;
 
-// The same inputs, one by one, on a fresh server: the final states must be equal.
-let differing = 0;
+// The threads still open: their final states against their sequential runs.
 for (const thread of threads) {
-  const reference = await call(referenceUrl, "POST", "/threads", {});
-  for (const text of thread.sent) {
-    await call(referenceUrl, "POST", `/threads/${reference.thread_id}/runs/wait`, {
-      assistant_id: "agent",
-      input: human(text),
-    });
-  }
-  const [ours, theirs] = await Promise.all([
-    call(urls[0], "GET", `/threads/${thread.id}/state`),
-    call(referenceUrl, "GET", `/threads/${reference.thread_id}/state`),
-  ]);
-  if (JSON.stringify(contents(ours.values)) !== JSON.stringify(contents(theirs.values))) {
-    ++differing;
-    if (differing <= 3) errors.push(`thread ${thread.id} differs from its sequential run`);
-  }
+  if (thread.sent.length > 0) await check(thread);
 }
 
 const third = Math.max(1, Math.floor(samples.length / 3));
@@ -117,6 +136,8 @@ const report = {
   seconds: Math.round(elapsed * 10) / 10,
   runs,
   runs_per_s: Math.round(runs / elapsed),
+  turns_per_thread: TURNS || "unbounded",
+  threads_checked: checked,
   threads_differing: differing,
   errors: errors.length,
   first_errors: errors.slice(0, 5),
