@@ -38,8 +38,18 @@ void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
   forget(heads_);
 }
 
+void KvCheckpointer::Impl::bound_caches() {
+  if (latest_.size() <= kCachedThreads) return;
+  next_seq_.clear();
+  views_.clear();
+  latest_.clear();
+  inline_.clear();
+  heads_.clear();  // fences_ are not caches: the tokens this object's writes must expect
+}
+
 template <typename Work>
 auto KvCheckpointer::Impl::retrying(Work&& stage_and_commit) {
+  bound_caches();
   constexpr int kAttempts = 5;
   for (int attempt = 1;; ++attempt) {
     try {

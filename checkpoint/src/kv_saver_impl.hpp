@@ -125,6 +125,11 @@ struct KvCheckpointer::Impl {
   /// The next sequence number of a log, counting the items `staged` adds.
   std::uint64_t next_seq(const Staged& staged, const std::string& log_prefix);
   void forget_thread(const std::string& thread_prefix);
+  /// Drops every thread's caches once they hold more than kCachedThreads threads (they fill again
+  /// from storage, as after a restart): what a long-lived process keeps does not grow with the
+  /// number of threads it ever wrote. Caller holds write_mu_.
+  void bound_caches();
+  static constexpr std::size_t kCachedThreads = 4096;
   /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
   /// first dropped when this object does not know the thread's head (commit() then expects it
   /// unchanged). Caller holds write_mu_.
