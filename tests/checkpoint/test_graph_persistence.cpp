@@ -770,3 +770,23 @@ TEST_CASE_TEMPLATE("delete_thread removes a thread's checkpoints; the next run s
   const auto no_saver = chain(nullptr);
   CHECK_THROWS_AS(no_saver.delete_thread("t"), sg::Error);
 }
+
+TEST_CASE_TEMPLATE("threads go on correctly after the saver's caches were dropped for many threads",
+                   F, SG_SAVER_FACTORIES) {
+  // KvCheckpointer keeps per-thread caches for at most 4,096 threads, then drops them all: the
+  // threads written before must continue from what is stored (records, inline values, message
+  // logs) exactly as from the caches.
+  F factory;
+  auto saver = factory.make();
+  const auto app = chain(saver);
+  (void)app.invoke(say("first"), thread("t0"));
+  for (int i = 1; i <= 4200; ++i) (void)app.invoke(say("x"), thread("t" + std::to_string(i)));
+  const auto next = app.invoke(say("second"), thread("t0"));
+  CHECK(next.state.x == 22);
+  CHECK(next.state.log == std::vector<std::string>{"a", "b", "a", "b"});
+  REQUIRE(next.state.messages.size() == 2);
+  CHECK(next.state.messages[0].text() == "first");
+  CHECK(next.state.messages[1].text() == "second");
+  CHECK(app.get_state_history(thread("t0")).size() == 8);
+  CHECK(app.get_state(thread("t4200"))->values.x == 11);
+}
