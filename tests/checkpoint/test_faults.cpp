@@ -166,7 +166,7 @@ void finish_turn(const sg::CompiledGraph<sg::MessagesState>& app, int turn) {
 
 }  // namespace
 
-TEST_CASE("RocksDbSaver: the Nth log write fails; the error surfaces, the thread stays whole") {
+TEST_CASE("RocksDbSaver: the Nth log write fails, the error surfaces, the thread stays whole") {
   const auto turns = reference_turns();
   // How many log writes an error-free conversation makes.
   int total = 0;

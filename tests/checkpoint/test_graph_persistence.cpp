@@ -752,7 +752,7 @@ TEST_CASE("async durability: short steps do not run far ahead of a slow saver") 
   MESSAGE("largest lag of stored checkpoints behind steps: " << max_lag.load());
 }
 
-TEST_CASE_TEMPLATE("delete_thread removes a thread's checkpoints; the next run starts afresh", F,
+TEST_CASE_TEMPLATE("delete_thread removes a thread's checkpoints, the next run starts afresh", F,
                    SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();

@@ -528,7 +528,7 @@ TEST_CASE("server runs: bad run requests get a clear 4xx and change nothing") {
   CHECK(s.get("/threads/" + t).status == 404);
 }
 
-TEST_CASE("server runs: after_seconds delays a run's start; cancelling it lets the next one in") {
+TEST_CASE("server runs: after_seconds delays a run's start, cancelling it lets the next one in") {
   Served s;
   const std::string t = s.new_thread();
   const std::string runs = "/threads/" + t + "/runs";
