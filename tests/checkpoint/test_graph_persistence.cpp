@@ -262,6 +262,36 @@ TEST_CASE_TEMPLATE("interrupts resume with Command{resume}", F, SG_SAVER_FACTORI
   CHECK(runs == 3);  // the node re-runs from the start on each resume
 }
 
+TEST_CASE_TEMPLATE("a resuming Command that cannot apply fails its run and saves nothing", F,
+                   SG_SAVER_FACTORIES) {
+  // Found by the http_request fuzz target: a Command whose goto named no node was saved against
+  // the checkpoint before it failed, and so failed every later read of the thread (the server
+  // answered 500 to its state); so did an update a reducer refuses.
+  F factory;
+  auto saver = factory.make();
+  sg::StateGraph<Chat> g;
+  g.add_node("ask", [](const Chat&) { return log(sg::interrupt("name?").get<std::string>()); });
+  g.add_edge(sg::START, "ask");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto config = thread("t");
+  REQUIRE(app.invoke(say("start"), config).interrupted());
+  CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<Chat>{.go_to = {"nowhere"}}, config),
+                       doctest::Contains("unknown node 'nowhere'"), sg::Error);
+  const sg::Message remove = sg::remove_message("no-such-message");
+  CHECK_THROWS_AS(
+      (void)app.invoke(sg::Command<Chat>{.update = sg::Update<Chat>{}.set<&Chat::messages>(remove),
+                                         .resume = json("ada")},
+                       config),
+      sg::Error);
+  const auto state = app.get_state(config);
+  REQUIRE(state);
+  CHECK(state->next == std::vector<std::string>{"ask"});
+  CHECK(state->tasks.at(0).interrupts.size() == 1);
+  const auto resumed = app.invoke(sg::Command<Chat>{.resume = json("ada")}, config);
+  CHECK_FALSE(resumed.interrupted());
+  CHECK(resumed.state.log == std::vector<std::string>{"ada"});
+}
+
 TEST_CASE("a checkpointer without deltas gets plain values and behaves like InMemorySaver") {
   // Four turns of a chat whose node appends a reply and, from the third turn, removes the oldest
   // message; an interrupt and its resume; a state update; history. Run on a checkpointer

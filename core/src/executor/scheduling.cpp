@@ -111,20 +111,27 @@ void ExecutorCore::trigger(int node) {
   }
 }
 
-void ExecutorCore::follow(Goto& go, std::string_view via) {
+int ExecutorCore::goto_node(const Goto& go, std::string_view via) const {
+  const int node = topo_.resolve(go.node(), via);  // a Send's node for a Send
   if (go.is_send()) {
-    Send& send = go.send();
-    const int node = topo_.resolve(send.node, via);
     if (node == Topology::kEnd) throw Error(errc::kInvalidRun, std::string(via) + " sent to END");
-    next_push_.push_back(
-        PendingSend{node, std::move(send.arg), std::move(send.arg_to_json), std::nullopt});
-    return;
+    return node;
   }
-  const int node = topo_.resolve(go.node(), via);
   if (node != Topology::kEnd && topo_.send_only[static_cast<std::size_t>(node)]) {
     throw Error(errc::kInvalidRun,
                 std::string(via) + " routed to '" + go.node() +
                     "', which takes a custom input and can only be started by a Send");
+  }
+  return node;
+}
+
+void ExecutorCore::follow(Goto& go, std::string_view via) {
+  const int node = goto_node(go, via);
+  if (go.is_send()) {
+    Send& send = go.send();
+    next_push_.push_back(
+        PendingSend{node, std::move(send.arg), std::move(send.arg_to_json), std::nullopt});
+    return;
   }
   trigger(node);
 }

@@ -455,12 +455,17 @@ class Executor final : public ExecutorCore {
   /// checkpoint the run resumes, and applied before its next step, whose tasks keep their ids
   /// (so their saved writes and interrupts still match).
   void apply_command(std::optional<Update<S>> update, std::vector<Goto> go_to) {
+    // A goto to no node, or an update a reducer refuses, fails the run before anything is saved:
+    // saved, it would fail every later read of the checkpoint.
+    for (const Goto& go : go_to) (void)goto_node(go, "the resuming Command");
     // The writes of earlier Commands on this checkpoint stay first (LangGraph accumulates them).
     ChannelWrites writes = null_writes_;
     if (!go_to.empty()) writes.emplace_back(std::string(kGotoWrite), gotos_json(go_to));
-    if (update) append_field_writes(*update, writes, /*for_saver=*/saver_deltas_);
+    if (update) {
+      append_field_writes(*update, writes, /*for_saver=*/saver_deltas_);
+      apply_update_to_state(std::move(*update), INPUT);
+    }
     save_writes(std::string(kRunTaskId), std::move(writes));
-    if (update) apply_update_to_state(std::move(*update), INPUT);
     for (Goto& go : go_to) follow(go, "the resuming Command");
   }
 

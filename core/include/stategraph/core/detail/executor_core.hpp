@@ -309,6 +309,9 @@ class ExecutorCore {
   [[nodiscard]] bool hits_names(const std::vector<std::string>& names) const;
   void trigger(int node);
   void follow(Goto& go, std::string_view via);
+  /// The node a goto (`via` names where it came from) runs: a node of the graph (END for a node
+  /// goto), not one that only a Send can start. Throws sg::Error (run.invalid) otherwise.
+  [[nodiscard]] int goto_node(const Goto& go, std::string_view via) const;
   void schedule_next();
   void clear_schedule(bool keep_joins = false);
   void check_cancelled() const {
