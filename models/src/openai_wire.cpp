@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "text.hpp"
 
@@ -171,16 +172,25 @@ json chat_request_body(const std::string& model, const std::vector<Message>& mes
 }
 
 json usage_metadata_of(const json& usage) {
+  constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+  constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
+  // A count above int64 is the largest one (not wrapped around to a negative).
   auto count = [](const json& object, const char* key) -> std::int64_t {
     const auto it = object.find(key);
-    return it != object.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+    if (it == object.end() || !it->is_number_integer()) return 0;
+    if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
+      return kMax;
+    return it->get<std::int64_t>();
   };
   const std::int64_t input = count(usage, "prompt_tokens");
   const std::int64_t output = count(usage, "completion_tokens");
   const auto total_it = usage.find("total_tokens");
-  const std::int64_t total = total_it != usage.end() && total_it->is_number_integer()
-                                 ? total_it->get<std::int64_t>()
-                                 : input + output;
+  std::int64_t total = 0;
+  if (total_it != usage.end() && total_it->is_number_integer()) {
+    total = count(usage, "total_tokens");
+  } else if (__builtin_add_overflow(input, output, &total)) {
+    total = input > 0 ? kMax : kMin;  // the sum of any two counts a server sends, saturated
+  }
   json meta = {{"input_tokens", input}, {"output_tokens", output}, {"total_tokens", total}};
   const auto in_details = usage.find("prompt_tokens_details");
   if (in_details != usage.end() && in_details->is_object() &&
@@ -197,6 +207,14 @@ json usage_metadata_of(const json& usage) {
 }
 
 void add_tool_call(Message& message, std::string id, std::string name, const json& arguments) {
+  if (name.empty()) {  // nothing to call (and message_from_json refuses a nameless tool call)
+    message.invalid_tool_calls.push_back(InvalidToolCall{
+        std::move(id), std::move(name),
+        arguments.is_string() ? arguments.get<std::string>()
+                              : arguments.dump(-1, ' ', false, json::error_handler_t::replace),
+        "the tool call has no function name"});
+    return;
+  }
   if (arguments.is_object()) {  // some servers send the arguments as an object
     message.tool_calls.push_back(ToolCall{std::move(id), std::move(name), arguments});
     return;

@@ -34,7 +34,7 @@ namespace sg::detail {
 [[nodiscard]] nlohmann::json usage_metadata_of(const nlohmann::json& usage);
 
 /// A tool call of a reply: args parsed from the JSON string `arguments`, or an invalid tool
-/// call carrying the raw string and the parse error.
+/// call carrying the raw string and the parse error (also when `name` is empty).
 void add_tool_call(Message& message, std::string id, std::string name,
                    const nlohmann::json& arguments);
 

@@ -17,6 +17,7 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <string>
 #include <thread>
@@ -219,6 +220,21 @@ TEST_CASE("the stream accumulator gives the reply the JSON completion gives") {
   CHECK_THROWS_AS((void)accumulator.add(json::array()), sg::ModelError);
 }
 
+TEST_CASE("usage counts a server sends beyond int64 saturate, and so does their sum") {
+  // The sum overflowed (undefined behaviour, found by the sse_parser fuzz target's UBSan).
+  constexpr auto kMax = std::numeric_limits<std::int64_t>::max();
+  CHECK(sg::detail::usage_metadata_of({{"prompt_tokens", kMax}, {"completion_tokens", 1}}) ==
+        json{{"input_tokens", kMax}, {"output_tokens", 1}, {"total_tokens", kMax}});
+  CHECK(sg::detail::usage_metadata_of({{"prompt_tokens", std::numeric_limits<std::int64_t>::min()},
+                                       {"completion_tokens", -1}})["total_tokens"] ==
+        std::numeric_limits<std::int64_t>::min());
+  CHECK(sg::detail::usage_metadata_of({{"prompt_tokens", 18446744073709551615ULL},
+                                       {"total_tokens", 18446744073709551615ULL}}) ==
+        json{{"input_tokens", kMax}, {"output_tokens", 0}, {"total_tokens", kMax}});
+  CHECK(sg::detail::usage_metadata_of({{"prompt_tokens", 3}, {"completion_tokens", 4}}) ==
+        json{{"input_tokens", 3}, {"output_tokens", 4}, {"total_tokens", 7}});
+}
+
 TEST_CASE("Retry-After is read as seconds, an HTTP date or retry-after-ms") {
   using Headers = std::vector<std::pair<std::string, std::string>>;
   CHECK(sg::detail::retry_after(Headers{{"retry-after", "2"}}, 0) == 2000ms);
@@ -364,6 +380,32 @@ TEST_CASE("tool-call arguments are parsed, malformed ones become invalid tool ca
   const sg::Message again = model.invoke({sg::human("weather in Paris?")});
   REQUIRE(again.invalid_tool_calls.size() == 1);
   CHECK(again.invalid_tool_calls[0].error.find("are not valid JSON") != std::string::npos);
+  // A call without a function name (found by fuzzing the stream): invalid, so that the reply
+  // reads back (message_from_json refuses a tool call without a name), streamed or not.
+  json nameless = tool_completion();
+  nameless["choices"][0]["message"]["tool_calls"][0]["function"].erase("name");
+  for (const bool stream : {false, true}) {
+    CAPTURE(stream);
+    if (stream) {
+      json chunk = {{"id", "chatcmpl-x"},
+                    {"choices",
+                     {{{"index", 0},
+                       {"delta", {{"tool_calls", {{{"index", 0}, {"id", "c"}}}}}},
+                       {"finish_reason", "tool_calls"}}}}};
+      server.push(
+          LoopbackReply::raw_stream({"data: " + chunk.dump() + "\n\n", "data: [DONE]\n\n"}));
+    } else {
+      server.push(LoopbackReply::json(nameless));
+    }
+    const sg::Message reply_nameless =
+        stream ? model.stream({sg::human("?")}, sg::ChatOptions{}, [](const sg::MessageChunk&) {})
+               : model.invoke({sg::human("?")});
+    CHECK(reply_nameless.tool_calls.empty());
+    REQUIRE_FALSE(reply_nameless.invalid_tool_calls.empty());
+    CHECK(reply_nameless.invalid_tool_calls[0].error == "the tool call has no function name");
+    const json written = sg::message_to_json(reply_nameless);
+    CHECK(sg::message_to_json(sg::message_from_json(written)) == written);
+  }
 }
 
 TEST_CASE("a streamed reply split across reads equals the JSON one, chunk by chunk") {
