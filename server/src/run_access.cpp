@@ -62,7 +62,9 @@ std::optional<std::size_t> resume_position(const ApiRequest& request, RunFollow:
   const std::string& id = request.last_event_id;
   std::int64_t last = 0;
   const auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), last);
-  if (ec != std::errc() || end != id.data() + id.size() || last < -1) {
+  // The largest id is refused too: it has no next event (last + 1 would overflow).
+  if (ec != std::errc() || end != id.data() + id.size() || last < -1 ||
+      last == std::numeric_limits<std::int64_t>::max()) {
     throw ApiError{422, fmt::format("Last-Event-ID '{}' is not an event id of this server", id)};
   }
   return static_cast<std::size_t>(last + 1);

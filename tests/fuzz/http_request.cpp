@@ -224,6 +224,7 @@ int sg::fuzz::http_request(const std::uint8_t* data, std::size_t size) {
     const std::size_t end = std::min(input.find(kSeparator), input.size());
     std::string_view request = input.substr(0, end);
     input.remove_prefix(std::min(end + kSeparator.size(), input.size()));
+    if (request.size() < 2) continue;
     const auto method = kMethods[static_cast<std::uint8_t>(request[0]) % std::size(kMethods)];
     const auto route = kRoutes[static_cast<std::uint8_t>(request[1]) % std::size(kRoutes)];
     request.remove_prefix(2);

@@ -721,7 +721,8 @@ TEST_CASE("server runs: resumable streams replay from Last-Event-ID, during and 
   }
   CHECK(parse_sse(replay("-1").body).size() == all.size());
   CHECK(parse_sse(replay(all.back().id).body).empty());
-  for (const char* bad : {"x", "1.5", "-2", "99999999999999999999999"}) {
+  // The largest int64 made the next position overflow (UBSan, the http_request fuzz target).
+  for (const char* bad : {"x", "1.5", "-2", "99999999999999999999999", "9223372036854775807"}) {
     INFO(bad);
     CHECK(replay(bad).status == 422);
   }
