@@ -211,8 +211,18 @@ TEST_CASE("RocksDbSaver: the Nth log write fails, the error surfaces, the thread
   }
 }
 
+// Under ThreadSanitizer this one is left out: once a write failed for lack of space, RocksDB's
+// background threads (error recovery, flushes after reopening) read its options through std
+// container code that resolves to this binary's instrumented copies, so TSan reports reads inside
+// librocksdb without seeing its locks, in ever other functions. The Nth-write test above runs.
+#if defined(__SANITIZE_THREAD__)
+#define SG_SKIP_UNDER_TSAN doctest::skip(true)
+#else
+#define SG_SKIP_UNDER_TSAN doctest::skip(false)
+#endif
 TEST_CASE(
-    "RocksDbSaver: a full disk fails every write until space is back, then the thread goes on") {
+    "RocksDbSaver: a full disk fails every write until space is back, then the thread goes on" *
+    SG_SKIP_UNDER_TSAN) {
   const auto turns = reference_turns();
   sg::test::TempDir dir;
   const std::string path = dir.sub("db");
