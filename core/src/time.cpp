@@ -75,9 +75,10 @@ std::string iso_timestamp(std::int64_t micros) {
   return date_of(day) + std::string(out.data() + kDateSize, out.size() - kDateSize);
 }
 
-std::string iso_timestamp_now() {
-  return iso_timestamp(std::chrono::duration_cast<std::chrono::microseconds>(
-                           std::chrono::system_clock::now().time_since_epoch())
+std::string iso_timestamp_now(std::chrono::microseconds from_now) {
+  return iso_timestamp((std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::system_clock::now().time_since_epoch()) +
+                        from_now)
                            .count());
 }
 

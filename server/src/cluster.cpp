@@ -2,8 +2,9 @@
 // change of a run's status is one statement or function in the database, so that two processes
 // never disagree: sg_run_create (multitask strategies under a per-thread advisory lock), the
 // claim (SKIP LOCKED; a partial unique index keeps one running run per thread), the fenced finish
-// (only the attempt that holds the run ends it), the sweeper and sg_run_cancel. Reading and
-// steering runs from any process (list, get, join, cancel, delete) is cluster_access.cpp.
+// (only the attempt that holds the run ends it) and sg_run_cancel. Reading and steering runs from
+// any process (list, get, join, cancel, delete) is cluster_access.cpp; each process's background
+// upkeep (notifications, leases, the sweeper) is cluster_upkeep.cpp.
 #include "cluster.hpp"
 
 #include <stategraph/core/error.hpp>
@@ -22,7 +23,6 @@ namespace sg::server {
 namespace {
 
 using nlohmann::json;
-using Clock = std::chrono::steady_clock;
 
 /// The advisory lock that serializes the cluster tables' creation among starting processes.
 constexpr std::int64_t kClusterSchemaLock = 0x73675f72756e73;  // "sg_runs"
@@ -483,157 +483,6 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
   std::lock_guard lock(m_.state_->mu);
   --m_.state_->finishing;
   m_.state_->drained.notify_all();
-}
-
-void RunManager::Cluster::background() {
-  const auto beat_every = std::max(options_.lease / 3, std::chrono::milliseconds(50));
-  auto next_beat = Clock::now() + beat_every;
-  auto next_poll = Clock::now();
-  auto next_cleanup = Clock::now() + options_.event_retention;
-  std::unique_ptr<pg::Connection> listener;
-  while (!stop_) {
-    try {
-      if (!listener) {
-        listener = std::make_unique<pg::Connection>(options_.conninfo);
-        for (const char* channel :
-             {"sg_runs", "sg_cancel", "sg_run_end", "sg_run_event", "sg_stream"}) {
-          listener->listen(channel);
-        }
-        next_poll = Clock::now();  // catch up with what happened while not listening
-      }
-      const auto notes = listener->wait_for_notifications(std::chrono::milliseconds(100));
-      bool claimable = false;
-      std::set<std::string> to_catch_up;
-      for (const auto& n : notes) {
-        if (n.channel == "sg_runs") {
-          claimable = true;
-        } else if (n.channel == "sg_cancel") {
-          const auto space = n.payload.find(' ');
-          const std::string id = n.payload.substr(0, space);
-          const std::string action =
-              space == std::string::npos ? "interrupt" : n.payload.substr(space + 1);
-          std::shared_ptr<Run> run;
-          {
-            std::lock_guard lock(mu_);
-            if (executing_.contains(id)) {
-              run = local_[id];
-            } else if (local_.contains(id)) {
-              cancel_early_.insert(id);  // claimed here, not yet registered
-            }
-          }
-          if (run) {
-            std::lock_guard lock(m_.state_->mu);
-            run->cancel_action = action;
-            run->token.cancel();
-          }
-        } else if (n.channel == "sg_stream") {
-          std::shared_ptr<Run> run;
-          {
-            std::lock_guard lock(mu_);
-            if (executing_.contains(n.payload)) run = local_[n.payload];
-          }
-          if (run) forward_events(run);
-        } else {  // sg_run_end, sg_run_event
-          std::lock_guard lock(mu_);
-          if (followers_.contains(n.payload)) to_catch_up.insert(n.payload);
-        }
-      }
-      for (const auto& id : to_catch_up) catch_up(id);
-      const auto now = Clock::now();
-      if (now >= next_beat) {
-        heartbeat();
-        next_beat = now + beat_every;
-      }
-      if (now >= next_poll) {  // the fallback for a missed notification, and the sweeper
-        sweep();
-        std::vector<std::string> followed;
-        {
-          std::lock_guard lock(mu_);
-          for (const auto& [id, f] : followers_) followed.push_back(id);
-        }
-        for (const auto& id : followed) catch_up(id);
-        claimable = true;
-        next_poll = now + std::chrono::seconds(1);
-      }
-      if (now >= next_cleanup) {
-        forget_old_events();
-        next_cleanup = now + options_.event_retention;
-      }
-      if (claimable) claim_all();
-    } catch (const std::exception&) {
-      listener.reset();  // the database restarted or the connection broke: listen anew
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    }
-  }
-}
-
-void RunManager::Cluster::heartbeat() {
-  std::map<std::string, std::shared_ptr<Run>> mine;
-  {
-    std::lock_guard lock(mu_);
-    for (const auto& id : executing_) mine[id] = local_[id];
-  }
-  if (mine.empty()) return;
-  const pg::Result held = db([&](pg::Connection& c) {
-    return c.exec(
-        "UPDATE sg_run SET lease_until = clock_timestamp() + $2::bigint * interval "
-        "'1 millisecond' WHERE worker = $1 AND status = 'running' RETURNING run_id, attempt, "
-        "coalesce(cancel, '')",
-        pg::Params().text(worker_).integer(options_.lease.count()));
-  });
-  std::map<std::string, std::pair<int, std::string>> renewed;
-  for (int row = 0; row < held.rows(); ++row) {
-    renewed[std::string(held.get(row, 0))] = {static_cast<int>(held.get_int(row, 1)),
-                                              std::string(held.get(row, 2))};
-  }
-  for (const auto& [id, run] : mine) {
-    const auto it = renewed.find(id);
-    std::lock_guard lock(m_.state_->mu);
-    if (it == renewed.end() || it->second.first != run->attempt) {
-      run->token.cancel();  // lost: another worker has it (the fence refuses our writes)
-    } else if (!it->second.second.empty() && !run->token.cancelled()) {
-      run->cancel_action = it->second.second;  // a cancel whose notification was missed
-      run->token.cancel();
-    }
-  }
-}
-
-void RunManager::Cluster::sweep() {
-  const std::string now = iso_timestamp_now();
-  const pg::Result swept = db([&](pg::Connection& c) {
-    return c.exec(
-        "WITH swept AS (UPDATE sg_run SET status = CASE WHEN attempt >= $1 THEN 'error' ELSE "
-        "'pending' END, worker = NULL, lease_until = NULL, result = CASE WHEN attempt >= $1 THEN "
-        "jsonb_build_object('__error__', jsonb_build_object('error', 'WorkerLost', 'message', "
-        "'the run lost its worker ' || attempt || ' times')) ELSE result END, "
-        "record = record || jsonb_build_object('status', CASE WHEN attempt >= $1 THEN 'error' "
-        "ELSE 'pending' END, 'updated_at', $2::text) "
-        "WHERE status = 'running' AND lease_until < clock_timestamp() "
-        "RETURNING run_id, thread_id, status) "
-        "SELECT run_id, thread_id, status, pg_notify('sg_run_end', run_id), "
-        "pg_notify('sg_runs', thread_id) FROM swept",
-        pg::Params().integer(options_.max_attempts).text(now));
-  });
-  for (int row = 0; row < swept.rows(); ++row) {
-    if (swept.get(row, 2) == "error" && !busy(std::string(swept.get(row, 1)))) {
-      m_.threads_.set_status(std::string(swept.get(row, 1)), "error");
-    }
-  }
-}
-
-void RunManager::Cluster::forget_old_events() {
-  // Followers in other processes read up to the end as soon as they hear of it.
-  using namespace std::chrono;
-  const std::string before =
-      iso_timestamp(duration_cast<microseconds>(
-                        (system_clock::now() - options_.event_retention).time_since_epoch())
-                        .count());
-  db([&](pg::Connection& c) {
-    return c.exec(
-        "DELETE FROM sg_run_event e USING sg_run r WHERE e.run_id = r.run_id AND r.status NOT "
-        "IN ('pending', 'running') AND r.record->>'updated_at' < $1",
-        pg::Params().text(before));
-  });
 }
 
 void RunManager::Cluster::stop_runs() {

@@ -264,17 +264,16 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   if (!run->webhook.empty() && !valid_webhook(run->webhook)) {
     throw ApiError{422, "'webhook' must be an http:// or https:// URL or a path of this server"};
   }
-  double after_seconds = 0;
+  std::chrono::microseconds delay{0};  // after_seconds
   if (const auto it = body.find("after_seconds"); it != body.end() && !it->is_null()) {
     // A year at most: further is a typo, and the wait must fit a steady_clock duration.
     if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 366 * 86400.0) {
       throw ApiError{422, "'after_seconds' must be a number of seconds from 0 to 31622400"};
     }
-    after_seconds = it->get<double>();
+    delay = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::duration<double>(it->get<double>()));
   }
-  run->start_at = std::chrono::steady_clock::now() +
-                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                      std::chrono::duration<double>(after_seconds));
+  run->start_at = std::chrono::steady_clock::now() + delay;
   if (!run->command.is_null() && !run->command.is_object()) {
     throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
   }
@@ -368,12 +367,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
 
   const std::string now = iso_timestamp_now();
   // As the official servers: a delayed run is created when it may start.
-  const std::string created_at =
-      after_seconds > 0 ? iso_timestamp(std::chrono::duration_cast<std::chrono::microseconds>(
-                                            std::chrono::system_clock::now().time_since_epoch())
-                                            .count() +
-                                        static_cast<std::int64_t>(after_seconds * 1e6))
-                        : now;
+  const std::string created_at = delay.count() > 0 ? iso_timestamp_now(delay) : now;
   run->record = {{"run_id", run->run_id},
                  {"thread_id", thread_id},
                  {"assistant_id", assistant["assistant_id"]},

@@ -65,6 +65,12 @@ bool is_loopback(const std::string& host) {
   return !ec && address.is_loopback();
 }
 
+/// "http://HOST:PORT", an IPv6 host in brackets.
+std::string http_url(const std::string& host, std::uint16_t port) {
+  return fmt::format("http://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host,
+                     port);
+}
+
 }  // namespace
 
 std::string system_assistant_id(const std::string& graph_id) {
@@ -435,11 +441,8 @@ void Server::start() {
   }
   impl_->port = acceptor.local_endpoint().port();
   // Webhooks given as a path come back here (through loopback when bound to every address).
-  const std::string self_host = o.host == "0.0.0.0"                     ? "127.0.0.1"
-                                : o.host == "::"                        ? "[::1]"
-                                : o.host.find(':') != std::string::npos ? "[" + o.host + "]"
-                                                                        : o.host;
-  impl_->api->set_self(fmt::format("http://{}:{}", self_host, impl_->port), o.api_key);
+  const std::string self_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host == "::" ? "::1" : o.host;
+  impl_->api->set_self(http_url(self_host, impl_->port), o.api_key);
   impl_->io.restart();
   net::co_spawn(impl_->io, impl_->accept_loop(), net::detached);
   for (int i = 0; i < o.threads; ++i) impl_->threads.emplace_back([this] { impl_->io.run(); });
@@ -464,9 +467,7 @@ std::uint16_t Server::port() const {
 }
 
 std::string Server::url() const {
-  const std::string& host = impl_->options.host;
-  return fmt::format("http://{}:{}", host.find(':') != std::string::npos ? "[" + host + "]" : host,
-                     port());
+  return http_url(impl_->options.host, port());
 }
 
 }  // namespace sg

@@ -2,6 +2,7 @@
 
 // Timestamps as checkpoints and store items show them.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -20,7 +21,8 @@ inline constexpr std::size_t kIsoTimestampSize = 32;
 /// when the year is outside 0000-9999 and does not fit. Thread-safe.
 [[nodiscard]] bool iso_timestamp_to(std::int64_t micros, std::span<char, kIsoTimestampSize> out);
 
-/// The current time, formatted as iso_timestamp(). Thread-safe.
-[[nodiscard]] std::string iso_timestamp_now();
+/// The current time plus `from_now` (negative: earlier), formatted as iso_timestamp().
+/// Thread-safe.
+[[nodiscard]] std::string iso_timestamp_now(std::chrono::microseconds from_now = {});
 
 }  // namespace sg
