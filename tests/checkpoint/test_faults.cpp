@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "support/sanitizers.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
@@ -215,14 +216,9 @@ TEST_CASE("RocksDbSaver: the Nth log write fails, the error surfaces, the thread
 // background threads (error recovery, flushes after reopening) read its options through std
 // container code that resolves to this binary's instrumented copies, so TSan reports reads inside
 // librocksdb without seeing its locks, in ever other functions. The Nth-write test above runs.
-#if defined(__SANITIZE_THREAD__)
-#define SG_SKIP_UNDER_TSAN doctest::skip(true)
-#else
-#define SG_SKIP_UNDER_TSAN doctest::skip(false)
-#endif
 TEST_CASE(
     "RocksDbSaver: a full disk fails every write until space is back, then the thread goes on" *
-    SG_SKIP_UNDER_TSAN) {
+    doctest::skip(sg::test::kThreadSanitizer)) {
   const auto turns = reference_turns();
   sg::test::TempDir dir;
   const std::string path = dir.sub("db");

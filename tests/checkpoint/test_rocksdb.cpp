@@ -1,5 +1,6 @@
 // RocksDbSaver specifics: persistence across reopen, locking, corrupt and unknown records.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/kv/record.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <doctest/doctest.h>
@@ -23,72 +24,58 @@ sg::Checkpoint make_checkpoint(json values, sg::ChannelVersions versions) {
   return c;
 }
 
-/// Rewrites every value of a column family with `edit` (the saver must be closed).
-void edit_values(const std::string& path, const std::string& family,
-                 const std::function<void(std::string&)>& edit) {
-  rocksdb::DBOptions options;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}},
-                                                        {"checkpoints", {}},
-                                                        {"writes", {}},
-                                                        {"blobs", {}},
-                                                        {"messages", {}}};
+/// Opens the saver's database directly (the saver must be closed) and calls `use` with it and the
+/// handle of column family `family`.
+void with_family(const std::string& path, const std::string& family,
+                 const std::function<void(rocksdb::DB&, rocksdb::ColumnFamilyHandle*)>& use) {
+  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}}};
+  for (const char* name : {"checkpoints", "writes", "blobs", "messages"}) {
+    families.emplace_back(name, rocksdb::ColumnFamilyOptions());
+  }
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  REQUIRE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
+  REQUIRE(rocksdb::DB::Open(rocksdb::DBOptions(), path, families, &handles, &db).ok());
   rocksdb::ColumnFamilyHandle* target = nullptr;
   for (auto* h : handles) {
     if (h->GetName() == family) target = h;
   }
   REQUIRE(target);
-  std::vector<std::pair<std::string, std::string>> entries;
-  std::unique_ptr<rocksdb::Iterator> it(db->NewIterator(rocksdb::ReadOptions(), target));
-  for (it->SeekToFirst(); it->Valid(); it->Next())
-    entries.emplace_back(it->key().ToString(), it->value().ToString());
-  it.reset();
-  for (auto& [k, v] : entries) {
-    edit(v);
-    REQUIRE(db->Put(rocksdb::WriteOptions(), target, k, v).ok());
-  }
+  use(*db, target);
   for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
   delete db;
+}
+
+/// Rewrites every value of a column family with `edit` (the saver must be closed).
+void edit_values(const std::string& path, const std::string& family,
+                 const std::function<void(std::string&)>& edit) {
+  with_family(path, family, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* target) {
+    std::vector<std::pair<std::string, std::string>> entries;
+    std::unique_ptr<rocksdb::Iterator> it(db.NewIterator(rocksdb::ReadOptions(), target));
+    for (it->SeekToFirst(); it->Valid(); it->Next())
+      entries.emplace_back(it->key().ToString(), it->value().ToString());
+    it.reset();
+    for (auto& [k, v] : entries) {
+      edit(v);
+      REQUIRE(db.Put(rocksdb::WriteOptions(), target, k, v).ok());
+    }
+  });
 }
 
 /// Puts one key of a column family as it is (the saver must be closed).
 void put_value(const std::string& path, const std::string& family, const std::string& key,
                const std::string& value) {
-  rocksdb::DBOptions options;
-  std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, {}},
-                                                        {"checkpoints", {}},
-                                                        {"writes", {}},
-                                                        {"blobs", {}},
-                                                        {"messages", {}}};
-  std::vector<rocksdb::ColumnFamilyHandle*> handles;
-  rocksdb::DB* db = nullptr;
-  REQUIRE(rocksdb::DB::Open(options, path, families, &handles, &db).ok());
-  bool put = false;
-  for (auto* h : handles) {
-    if (h->GetName() != family) continue;
-    REQUIRE(db->Put(rocksdb::WriteOptions(), h, key, value).ok());
-    put = true;
-  }
-  REQUIRE(put);
-  for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
-  delete db;
+  with_family(path, family, [&](rocksdb::DB& db, rocksdb::ColumnFamilyHandle* target) {
+    REQUIRE(db.Put(rocksdb::WriteOptions(), target, key, value).ok());
+  });
 }
 
 /// An intact record (docs/checkpoint-format.md: "SG", version 1, kind, CRC-32 of the payload)
 /// whose CBOR payload is `payload`: what reads must refuse is then its content.
 std::string sealed_record(char kind, const json& payload) {
   const std::vector<std::uint8_t> cbor = json::to_cbor(payload);
-  std::uint32_t crc = 0xFFFFFFFFU;  // zlib's CRC-32
-  for (const std::uint8_t byte : cbor) {
-    crc ^= byte;
-    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xEDB88320U & (0U - (crc & 1U)));
-  }
-  crc = ~crc;
-  std::string out{'S', 'G', 1, kind};
-  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((crc >> (8 * i)) & 0xFF));
+  std::string out = sg::detail::record_header(1, kind, sg::detail::kRecordHeaderSize + cbor.size());
   out.append(cbor.begin(), cbor.end());
+  sg::detail::seal_record(out);
   return out;
 }
 

@@ -13,15 +13,10 @@
 #ifdef SG_TEST_POSTGRES
 #include "support/saver_factories.hpp"
 #endif
+#include "support/sanitizers.hpp"
 #include "support/temp_dir.hpp"
 
 using nlohmann::json;
-
-#if defined(__SANITIZE_THREAD__)
-constexpr bool kThreadSanitizer = true;
-#else
-constexpr bool kThreadSanitizer = false;
-#endif
 
 namespace {
 
@@ -528,7 +523,7 @@ TEST_CASE_TEMPLATE(
   // inversion in the main thread alone, with every stack lost, once an indexed RocksDbStore is
   // reopened in the same process (the code before the background build did too; race
   // detection, detect_deadlocks=0, finds nothing here). The other builds run it.
-  if constexpr (std::is_same_v<F, IndexedRocks> && !kThreadSanitizer) {
+  if constexpr (std::is_same_v<F, IndexedRocks> && !sg::test::kThreadSanitizer) {
     approx.reset();
     // Reopened: the index is built in the background; the first search does not wait for it.
     auto reopened = sg::RocksDbStore::open(factory.last, {.index = text_index(50)});
