@@ -21,6 +21,7 @@ std::uint64_t KvCheckpointer::Impl::next_seq(const Staged& staged, const std::st
               return false;
             });
   next_seq_[prefix] = next;
+  touch(prefix);
   return next;
 }
 
@@ -35,16 +36,30 @@ void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
   forget(views_);
   forget(latest_);
   forget(inline_);
-  forget(heads_);
+  forget(heads_);  // fences_ are not caches: the tokens this object's writes must expect
+  if (const auto at = recent_at_.find(thread_key); at != recent_at_.end()) {
+    const auto node = at->second;
+    recent_at_.erase(at);
+    recent_.erase(node);
+  }
+}
+
+void KvCheckpointer::Impl::touch(std::string_view key) {
+  const std::string_view tp = key.substr(0, key.find('\0') + 1);
+  if (!recent_.empty() && recent_.front() == tp) return;
+  if (const auto at = recent_at_.find(tp); at != recent_at_.end()) {
+    recent_.splice(recent_.begin(), recent_, at->second);
+    return;
+  }
+  recent_.emplace_front(tp);
+  recent_at_.emplace(recent_.front(), recent_.begin());
 }
 
 void KvCheckpointer::Impl::bound_caches() {
-  if (latest_.size() <= kCachedThreads) return;
-  next_seq_.clear();
-  views_.clear();
-  latest_.clear();
-  inline_.clear();
-  heads_.clear();  // fences_ are not caches: the tokens this object's writes must expect
+  while (recent_.size() > kCachedThreads) {
+    const std::string oldest = recent_.back();  // a copy: forget_thread() erases the node
+    forget_thread(oldest);
+  }
 }
 
 template <typename Work>
@@ -354,9 +369,18 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
 
 void KvCheckpointer::Impl::commit(Staged& staged) {
   write_guarded(staged.batch, staged.threads, Guard::expect_head);
-  for (auto& [log, seq] : staged.seqs) next_seq_[log] = seq;
-  for (auto& [log, view] : staged.views) views_[log] = std::move(view);
-  for (auto& [prefix, values] : staged.inlines) inline_[prefix] = std::move(values);
+  for (auto& [log, seq] : staged.seqs) {
+    next_seq_[log] = seq;
+    touch(log);
+  }
+  for (auto& [log, view] : staged.views) {
+    views_[log] = std::move(view);
+    touch(log);
+  }
+  for (auto& [prefix, values] : staged.inlines) {
+    inline_[prefix] = std::move(values);
+    touch(prefix);
+  }
   for (auto& [prefix, id] : staged.latest) {
     // Only a known newest id can be advanced: without one, older storage is unknown.
     auto it = latest_.find(prefix);
@@ -417,9 +441,11 @@ std::optional<std::string> KvCheckpointer::Impl::latest_checkpoint_id(
     if (const auto head = heads_.find(tp); head == heads_.end() || head->second != stored) {
       forget_thread(tp);
       heads_[tp] = std::move(stored);  // read before the caches fill, as in enter()
+      touch(tp);
     }
   }
   id = newest_id(Staged{}, prefix_of(thread_id, checkpoint_ns));
+  bound_caches();
   if (id.empty()) return std::nullopt;
   return id;
 }
@@ -461,7 +487,10 @@ std::string KvCheckpointer::Impl::newest_id(const Staged& staged, const std::str
               found = std::string(key.substr(prefix.size()));
               return false;
             });
-  if (!found.empty()) latest_[prefix] = found;
+  if (!found.empty()) {
+    latest_[prefix] = found;
+    touch(prefix);
+  }
   return found;
 }
 

@@ -18,6 +18,7 @@ void KvCheckpointer::Impl::enter(Staged& staged, const std::string& thread_id) {
     // head, and commit() then fails rather than trust them.
     forget_thread(tp);
     heads_[tp] = kv_->get(Column::heads, tp).value_or(std::string());
+    touch(tp);
   }
   staged.threads.push_back(std::move(tp));
 }
@@ -70,6 +71,7 @@ void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
   for (std::size_t i = first_guard; i < batch.size(); ++i) {
     if (batch[i].kind == KvOp::Kind::put && batch[i].space == Column::heads) {
       heads_[batch[i].key] = batch[i].value;
+      touch(batch[i].key);
     }
   }
 }

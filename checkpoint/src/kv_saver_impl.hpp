@@ -7,12 +7,14 @@
 #include <stategraph/kv/kv.hpp>
 
 #include <cstdint>
+#include <list>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include "kv_format.hpp"
@@ -125,9 +127,14 @@ struct KvCheckpointer::Impl {
   /// The next sequence number of a log, counting the items `staged` adds.
   std::uint64_t next_seq(const Staged& staged, const std::string& log_prefix);
   void forget_thread(const std::string& thread_prefix);
-  /// Drops every thread's caches once they hold more than kCachedThreads threads (they fill again
-  /// from storage, as after a restart): what a long-lived process keeps does not grow with the
-  /// number of threads it ever wrote. Caller holds write_mu_.
+  /// Notes that the caches just got or changed an entry of the thread that `key` (a cache key,
+  /// the thread's prefix first) belongs to: it becomes the most recently used. Caller holds
+  /// write_mu_.
+  void touch(std::string_view key);
+  /// Drops the caches of the least recently used threads while more than kCachedThreads threads
+  /// have some (they fill again from storage, as after a restart): what a long-lived process
+  /// keeps does not grow with the number of threads it ever wrote or read, and the threads in
+  /// use keep theirs. Caller holds write_mu_.
   void bound_caches();
   static constexpr std::size_t kCachedThreads = 4096;
   /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
@@ -166,6 +173,10 @@ struct KvCheckpointer::Impl {
   // thread are valid while it still has it), and the fences this object's writes expect.
   std::map<std::string, std::string> heads_;   // thread prefix -> head token
   std::map<std::string, std::string> fences_;  // thread prefix -> fence token
+  // The prefixes of the threads with cache entries, the most recently used first, and where
+  // each is in that list (keyed by views of the list's own strings).
+  std::list<std::string> recent_;
+  std::unordered_map<std::string_view, std::list<std::string>::iterator> recent_at_;
 };
 
 struct KvCheckpointer::Impl::Record {

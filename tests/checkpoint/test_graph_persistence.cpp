@@ -803,14 +803,23 @@ TEST_CASE_TEMPLATE("delete_thread removes a thread's checkpoints, the next run s
 
 TEST_CASE_TEMPLATE("threads go on correctly after the saver's caches were dropped for many threads",
                    F, SG_SAVER_FACTORIES) {
-  // KvCheckpointer keeps per-thread caches for at most 4,096 threads, then drops them all: the
-  // threads written before must continue from what is stored (records, inline values, message
-  // logs) exactly as from the caches.
+  // KvCheckpointer keeps per-thread caches for the 4,096 threads it used last and drops the
+  // others': a thread whose caches were dropped must continue from what is stored (records,
+  // inline values, message logs) exactly as from the caches, and one written all along from
+  // its caches.
   F factory;
   auto saver = factory.make();
   const auto app = chain(saver);
   (void)app.invoke(say("first"), thread("t0"));
-  for (int i = 1; i <= 4200; ++i) (void)app.invoke(say("x"), thread("t" + std::to_string(i)));
+  for (int i = 1; i <= 4200; ++i) {
+    (void)app.invoke(say("x"), thread("t" + std::to_string(i)));
+    if (i % 50 == 0) (void)app.invoke(say("hot " + std::to_string(i)), thread("hot"));
+  }
+  const auto hot = app.get_state(thread("hot"))->values;
+  CHECK(hot.x == 84 * 11);
+  REQUIRE(hot.messages.size() == 84);
+  CHECK(hot.messages.front().text() == "hot 50");
+  CHECK(hot.messages.back().text() == "hot 4200");
   const auto next = app.invoke(say("second"), thread("t0"));
   CHECK(next.state.x == 22);
   CHECK(next.state.log == std::vector<std::string>{"a", "b", "a", "b"});
