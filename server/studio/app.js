@@ -179,9 +179,17 @@ ui.status.addEventListener("change", () => guarded(loadThreads));
 
 $("new-thread").addEventListener("click", () =>
   guarded(async () => {
-    const thread = await call("POST", "/threads", {
-      metadata: { graph_id: state.assistant.graph_id, assistant_id: state.assistant.assistant_id },
-    });
+    // Nothing typed meanwhile goes to the thread open until now.
+    ui.message.disabled = true;
+    ui.send.disabled = true;
+    let thread;
+    try {
+      thread = await call("POST", "/threads", {
+        metadata: { graph_id: state.assistant.graph_id, assistant_id: state.assistant.assistant_id },
+      });
+    } finally {
+      if (!thread) ui.message.disabled = ui.send.disabled = !state.thread || Boolean(state.run);
+    }
     await loadThreads();
     await openThread(thread.thread_id);
     ui.message.focus();
@@ -233,7 +241,8 @@ async function openThread(threadId) {
 
 async function runOnThread(body) {
   const threadId = state.thread;
-  state.run = { id: null };
+  const run = { id: null, thread: threadId };
+  state.run = run;
   ui.runStatus.textContent = "Starting…";
   showThreadBusy();
   const running = new Set();
@@ -247,7 +256,7 @@ async function runOnThread(body) {
       },
       (name, data) => {
         if (name === "metadata") {
-          state.run.id = data.run_id;
+          run.id = data.run_id;
           ui.runStatus.textContent = `Run ${data.run_id}`;
         } else if (name === "tasks" || name.startsWith("tasks|")) {
           if ("result" in data || "error" in data || "interrupts" in data) running.delete(data.name);
@@ -299,7 +308,8 @@ ui.cancel.addEventListener("click", () =>
   guarded(async () => {
     if (!state.run?.id) return;
     ui.runStatus.textContent = "Cancelling…";
-    await call("POST", `/threads/${encodeURIComponent(state.thread)}/runs/${state.run.id}/cancel?action=interrupt`);
+    const { thread, id } = state.run;
+    await call("POST", `/threads/${encodeURIComponent(thread)}/runs/${id}/cancel?action=interrupt`);
   }),
 );
 

@@ -157,8 +157,21 @@ test("threads are searchable and reopen with their conversation", async () => {
 });
 
 test("a run is cancelled from the page; the key is kept across a reload", async () => {
+  // While the new thread is being created (held here for half a second) the composer is off:
+  // nothing typed goes to the thread open until then.
+  const before = await page.locator("#thread-title").textContent();
+  let release;
+  const held = new Promise((resolve) => (release = resolve));
+  await page.route(`${url}/threads`, async (route) => {
+    if (route.request().method() === "POST") await held;
+    await route.continue();
+  });
   await page.click("#new-thread");
+  assert.equal(await page.locator("#message").isDisabled(), true);
+  setTimeout(release, 500);
   await page.waitForFunction(() => !document.querySelector("#message").disabled);
+  await page.unroute(`${url}/threads`);
+  assert.notEqual(await page.locator("#thread-title").textContent(), before);
   await send("Tell me everything, slowly.");
   await page.locator(".msg.streaming .text", { hasText: "and so on" }).waitFor();
   assert.equal(await page.locator("#cancel").isVisible(), true);
