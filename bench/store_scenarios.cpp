@@ -91,7 +91,6 @@ std::string random_sentence(std::mt19937& rng, int n) {
 /// 100k items embedded in 384 dimensions; 100 queries, approximate (HNSW) and exact.
 Json run_semantic(const std::string& variant, int items) {
   std::mt19937 rng(11);
-  auto sentence = [&](int n) { return random_sentence(rng, n); };
   auto embeddings = std::make_shared<sg::HashedNgramEmbeddings>(384);
   auto approx = open_store(variant, "store-semantic", sg::IndexConfig{embeddings, {"text"}, 20000});
   auto exact = std::make_shared<sg::InMemoryStore>(
@@ -99,7 +98,7 @@ Json run_semantic(const std::string& variant, int items) {
   const double l0 = bench::load1();
   const auto t0 = bench::Clock::now();
   for (int i = 0; i < items; ++i) {
-    const Json value = {{"text", sentence(6)}};
+    const Json value = {{"text", random_sentence(rng, 6)}};
     approx->put({"memories", label("u", i % 100)}, label("m", i), value);
     exact->put({"memories", label("u", i % 100)}, label("m", i), value);
   }
@@ -116,7 +115,7 @@ Json run_semantic(const std::string& variant, int items) {
   std::size_t agree = 0;
   const int queries = 100;
   for (int q = 0; q < queries; ++q) {
-    const std::string text = sentence(3);
+    const std::string text = random_sentence(rng, 3);
     const auto s0 = bench::Clock::now();
     const auto a = approx->search({.prefix = {"memories"}, .query = text, .limit = 10});
     ms.push_back(bench::seconds_since(s0) * 1000);
@@ -151,14 +150,14 @@ Json run_semantic(const std::string& variant, int items) {
 /// exact until it is in), and when the index is in.
 Json run_reopen(int items) {
   std::mt19937 rng(11);
-  auto sentence = [&](int n) { return random_sentence(rng, n); };
   auto embeddings = std::make_shared<sg::HashedNgramEmbeddings>(384);
   const sg::IndexConfig index{embeddings, {"text"}, 20000};
   const std::string dir = bench::fresh_dir("store-reopen");
   {
     auto store = sg::RocksDbStore::open(dir, {.index = index});
     for (int i = 0; i < items; ++i) {
-      store->put({"memories", label("u", i % 100)}, label("m", i), {{"text", sentence(6)}});
+      store->put({"memories", label("u", i % 100)}, label("m", i),
+                 {{"text", random_sentence(rng, 6)}});
     }
     store->wait_for_index();
   }
@@ -172,7 +171,7 @@ Json run_reopen(int items) {
   std::vector<double> during;
   for (int q = 0; q < 5; ++q) {
     const auto s0 = bench::Clock::now();
-    (void)store->search({.prefix = {"memories"}, .query = sentence(3), .limit = 10});
+    (void)store->search({.prefix = {"memories"}, .query = random_sentence(rng, 3), .limit = 10});
     during.push_back(bench::seconds_since(s0) * 1000);
   }
   store->wait_for_index();
@@ -180,7 +179,7 @@ Json run_reopen(int items) {
   std::vector<double> after;
   for (int q = 0; q < 100; ++q) {
     const auto s0 = bench::Clock::now();
-    (void)store->search({.prefix = {"memories"}, .query = sentence(3), .limit = 10});
+    (void)store->search({.prefix = {"memories"}, .query = random_sentence(rng, 3), .limit = 10});
     after.push_back(bench::seconds_since(s0) * 1000);
   }
   Json r;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <limits>
+#include <optional>
 
 #include "text.hpp"
 
@@ -174,20 +175,20 @@ json chat_request_body(const std::string& model, const std::vector<Message>& mes
 json usage_metadata_of(const json& usage) {
   constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
   constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
-  // A count above int64 is the largest one (not wrapped around to a negative).
-  auto count = [](const json& object, const char* key) -> std::int64_t {
-    const auto it = object.find(key);
-    if (it == object.end() || !it->is_number_integer()) return 0;
+  // An integer count (none when absent or not an integer); above int64 it is the largest one
+  // (not wrapped around to a negative).
+  auto count = [&usage](const char* key) -> std::optional<std::int64_t> {
+    const auto it = usage.find(key);
+    if (it == usage.end() || !it->is_number_integer()) return std::nullopt;
     if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
       return kMax;
     return it->get<std::int64_t>();
   };
-  const std::int64_t input = count(usage, "prompt_tokens");
-  const std::int64_t output = count(usage, "completion_tokens");
-  const auto total_it = usage.find("total_tokens");
+  const std::int64_t input = count("prompt_tokens").value_or(0);
+  const std::int64_t output = count("completion_tokens").value_or(0);
   std::int64_t total = 0;
-  if (total_it != usage.end() && total_it->is_number_integer()) {
-    total = count(usage, "total_tokens");
+  if (const auto given = count("total_tokens")) {
+    total = *given;
   } else if (__builtin_add_overflow(input, output, &total)) {
     total = input > 0 ? kMax : kMin;  // the sum of any two counts a server sends, saturated
   }
