@@ -1,6 +1,7 @@
 # A throwaway PostgreSQL 15 cluster in a directory, for tests and benchmarks (sourced by bash
-# scripts; design/server-and-postgres.md §5). initdb and pg_ctl refuse root, so as root they run
-# as postgres. It listens on a unix socket in the directory only.
+# scripts). initdb and pg_ctl refuse root, so as root they run as postgres, in DIR (a directory
+# that user can enter, such as a mktemp -d under /tmp: the caller's may not be). It listens on a
+# unix socket in the directory only.
 #   source scripts/lib/throwaway-postgres.sh
 #   pg_throwaway_start DIR PORT [POSTGRES -c OPTIONS...]   # e.g. "-c fsync=off"
 #   "${pg_as[@]}" "$pg_bin/createdb" -h DIR -p PORT -U postgres NAME
@@ -19,7 +20,7 @@ pg_throwaway_start() {
   fi
   if [[ $(id -u) -eq 0 ]]; then
     chown postgres:postgres "$dir"
-    pg_as=(runuser -u postgres --)
+    pg_as=(runuser -u postgres -- env -C "$dir")
   fi
   "${pg_as[@]}" "$pg_bin/initdb" -D "$dir/pg" -U postgres -A trust -E UTF8 --locale=C.UTF-8 \
     --no-sync >"$dir/initdb.log" 2>&1 || { cat "$dir/initdb.log" >&2; return 1; }

@@ -4,7 +4,7 @@
 #   usage: tests/sdk/run.sh URL [SUITE.test.mjs]   e.g. tests/sdk/run.sh http://127.0.0.1:2024
 # Env passed through: LG_API_KEY, LG_GRAPH_ID, LG_INTERRUPT_GRAPH_ID, LG_REFERENCE=1 (the
 # server is the official JS dev server, bench/server/reference/start.sh).
-# Exit code: the tests'.
+# Runs on the tests' Node.js (scripts/lib/test-node.sh). Exit code: the tests'.
 set -euo pipefail
 if [[ $# -lt 1 || $# -gt 2 ]]; then
   echo "usage: $0 URL [SUITE.test.mjs]" >&2
@@ -19,13 +19,9 @@ for tool in node npm; do
 done
 
 source ../../scripts/lib/npm-ci.sh
+source ../../scripts/lib/test-node.sh
 npm_ci_once .
+use_test_node
 
 export LG_API_URL="$1"
-# --test-concurrency and --test-force-exit came with Node 20 (Debian 12 has 18: one file runs
-# alone there anyway).
-flags=()
-if (( $(node -p 'process.versions.node.split(".")[0]') >= 20 )); then
-  flags=(--test-concurrency=1 --test-force-exit)
-fi
-exec node --test "${flags[@]}" "${2:-conformance.test.mjs}"
+exec node --test --test-concurrency=1 --test-force-exit "${2:-conformance.test.mjs}"

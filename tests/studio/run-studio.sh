@@ -3,8 +3,8 @@
 # memory, with an API key) on free ports, and drives the studio page in Debian's chromium with
 # playwright-core (studio.test.mjs).
 #   usage: tests/studio/run-studio.sh PATH/TO/stategraph [SCREENSHOT_DIR]
-# Needs node, npm (npm ci installs playwright-core from the lock file) and chromium
-# (scripts/install-deps installs it).
+# Needs npm (npm ci installs playwright-core from the lock file, and the tests' Node.js:
+# scripts/lib/test-node.sh) and chromium (scripts/install-deps installs it).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
   echo "usage: $0 PATH/TO/stategraph [SCREENSHOT_DIR]" >&2
@@ -18,10 +18,6 @@ for tool in node npm chromium; do
     exit 1
   fi
 done
-if (( $(node -p 'process.versions.node.split(".")[0]') < 20 )); then
-  echo "studio tests: playwright-core needs Node.js 20 or newer, this is $(node --version)" >&2
-  exit 1
-fi
 work="$(mktemp -d /tmp/sg-studio-XXXXXX)"
 server=""
 model=""
@@ -36,7 +32,9 @@ cleanup() {
 }
 trap cleanup EXIT
 source "$here/../../scripts/lib/npm-ci.sh"
+source "$here/../../scripts/lib/test-node.sh"
 npm_ci_once "$here"
+use_test_node  # playwright-core needs Node.js 20 or newer
 node "$here/model-server.mjs" >"$work/model" &
 model=$!
 for _ in $(seq 100); do [[ -s "$work/model" ]] && break; sleep 0.05; done

@@ -2,11 +2,13 @@
 
 // A throwaway PostgreSQL 15 cluster for a test: a data directory in a temp dir, a server on a unix
 // socket of its own (no TCP port to collide on), stopped by its pid and removed when the fixture
-// goes. initdb and createdb run once per build tree into a template (SG_TEST_BUILD_DIR/
-// postgres-template, made under a file lock, as ctest runs test processes in parallel); each
+// goes. initdb and createdb run once per build tree into a template (a directory under /tmp whose
+// path SG_TEST_BUILD_DIR/postgres-template.path holds, made under a file lock, as ctest runs test
+// processes in parallel; ctest's postgres/remove_template removes it after the last test); each
 // cluster copies it, which is much faster than initdb for the many test cases that each start
-// one. As root, the PostgreSQL programs run as the `postgres` user (initdb refuses root). Recipe
-// and timings: design/server-and-postgres.md §5.
+// one. As root, the PostgreSQL programs run as the `postgres` user (initdb refuses root), from a
+// directory that user can enter: the build tree may sit where it cannot, as in a home directory
+// of mode 700.
 
 #include <fcntl.h>
 #include <pwd.h>
@@ -88,7 +90,7 @@ class PostgresCluster {
   void start() { start_server(data_, dir_.path()); }
 
   /// Stops the server (fast: open connections are cut) and waits for the postmaster to exit.
-  void stop() { stop_server(data_); }
+  void stop() { stop_server(data_, dir_.path()); }
 
   /// The server log (for failure messages).
   [[nodiscard]] std::string log() const { return slurp(dir_.path() / "server.log"); }
@@ -102,15 +104,16 @@ class PostgresCluster {
                "-c listen_addresses='' -p 54329 -k " + socket_dir.string() +
                    " -c fsync=off -c synchronous_commit=off -c full_page_writes=off"
                    " -c max_connections=200",
-               "start"}),
+               "start"},
+              socket_dir),
           "pg_ctl start", socket_dir);
   }
 
-  static void stop_server(const std::string& data) {
+  static void stop_server(const std::string& data, const std::filesystem::path& dir) {
     std::ifstream in(data + "/postmaster.pid");
     pid_t pid = 0;
     if (!(in >> pid) || pid <= 0) return;
-    (void)run({kPostgresBin + "/pg_ctl", "-D", data, "-m", "fast", "-w", "-s", "stop"});
+    (void)run({kPostgresBin + "/pg_ctl", "-D", data, "-m", "fast", "-w", "-s", "stop"}, dir);
     for (int i = 0; i < 300 && running(pid); ++i) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     }
@@ -136,12 +139,23 @@ class PostgresCluster {
     }
   }
 
-  /// The template: an initdb'd, cleanly stopped cluster with database "sgtest", made once.
+  /// The template: an initdb'd, cleanly stopped cluster with database "sgtest", made once per
+  /// build tree in a directory under /tmp (see the top of this file).
   static std::filesystem::path ensure_template() {
     namespace fs = std::filesystem;
-    const fs::path made = fs::path(SG_TEST_BUILD_DIR) / "postgres-template";
-    if (fs::exists(made / "ready")) return made;
-    const std::string lock_path = made.string() + ".lock";
+    const fs::path path_file = fs::path(SG_TEST_BUILD_DIR) / "postgres-template.path";
+    const auto named = [&] {
+      std::ifstream in(path_file);
+      std::string dir;
+      std::getline(in, dir);
+      return fs::path(dir);
+    };
+    const auto made_before = [&]() -> std::optional<fs::path> {
+      if (const fs::path dir = named(); !dir.empty() && fs::exists(dir / "ready")) return dir;
+      return std::nullopt;
+    };
+    if (auto made = made_before()) return *made;
+    const std::string lock_path = (fs::path(SG_TEST_BUILD_DIR) / "postgres-template.lock").string();
     const int lock = open(lock_path.c_str(), O_CREAT | O_RDWR, 0600);
     if (lock < 0 || flock(lock, LOCK_EX) != 0) {
       throw std::runtime_error("cannot lock " + lock_path);
@@ -150,34 +164,39 @@ class PostgresCluster {
       int fd;
       ~Unlock() { close(fd); }
     } unlock{lock};
-    if (fs::exists(made / "ready")) return made;  // another test process made it meanwhile
-    fs::remove_all(made);
-    fs::create_directories(made);
+    if (auto made = made_before()) return *made;  // another test process made it meanwhile
+    const std::string prefix = "/tmp/sg-pg-template-";
+    if (const std::string unfinished = named().string(); unfinished.starts_with(prefix)) {
+      fs::remove_all(unfinished);
+    }
+    std::string pattern = prefix + "XXXXXX";
+    if (!mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed for " + pattern);
+    const fs::path made = pattern;
+    std::ofstream(path_file) << made.string() << "\n";
     give_to_postgres(made);
     const std::string data = (made / "data").string();
-    check(
-        run({kPostgresBin + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
-             "--locale=C.UTF-8", "--no-sync", "--wal-segsize=1"}),  // 1 MB WAL files: less to copy
-        "initdb", made);
+    check(run({kPostgresBin + "/initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8",
+               "--locale=C.UTF-8", "--no-sync", "--wal-segsize=1"},  // 1 MB WAL files: less to copy
+              made),
+          "initdb", made);
     start_server(data, made);
     const ProcessResult created = run({kPostgresBin + "/createdb", "-h", made.string(), "-p",
-                                       "54329", "-U", "postgres", "sgtest"});
-    stop_server(data);
+                                       "54329", "-U", "postgres", "sgtest"},
+                                      made);
+    stop_server(data, made);
     check(created, "createdb", made);
     std::ofstream(made / "ready") << "initdb'd by tests/support/postgres_cluster.hpp\n";
     return made;
   }
 
-  /// Runs a PostgreSQL program, as `postgres` when this process is root.
-  static ProcessResult run(std::vector<std::string> command) {
-    if (geteuid() != 0) {
-      const std::string program = command.front();
-      command.erase(command.begin());
-      return run_process(program, command);
-    }
-    std::vector<std::string> args{"-u", "postgres", "--"};
+  /// Runs a PostgreSQL program in `dir`, as `postgres` when this process is root.
+  static ProcessResult run(const std::vector<std::string>& command,
+                           const std::filesystem::path& dir) {
+    std::vector<std::string> args;
+    if (geteuid() == 0) args = {"-u", "postgres", "--", "/usr/bin/env"};
+    args.insert(args.end(), {"-C", dir.string()});
     args.insert(args.end(), command.begin(), command.end());
-    return run_process("/usr/sbin/runuser", args);
+    return run_process(geteuid() == 0 ? "/usr/sbin/runuser" : "/usr/bin/env", args);
   }
 
   static void check(const ProcessResult& r, const std::string& what,
