@@ -17,6 +17,7 @@
 #include <chrono>
 #include <exception>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 #include <vector>
 
 #include "openai_wire.hpp"
+#include "support/http_client.hpp"
 #include "support/loopback_openai.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
@@ -783,6 +785,97 @@ TEST_CASE("100 concurrent awaitable calls on one io_context thread share no thre
   CHECK(took < 3.0);                          // 100 × 300 ms one after the other would be 30 s
   CHECK(most_threads - threads_before < 10);  // curl's resolver may add a thread or two
   MESSAGE("100 calls in " << took << " s, threads " << threads_before << " -> " << most_threads);
+}
+
+TEST_CASE("the loopback model counts the requests in flight and aborted, over HTTP too") {
+  sg::testing::LoopbackOptions options;
+  options.delay = 60s;  // answered only after the calls are cancelled: all 20 stay in flight
+  LoopbackOpenAI server(options);
+  const sg::OpenAIChatModel model(loopback_config(server));
+  net::io_context io;
+  sg::ChatOptions call_options;
+  call_options.cancellation = sg::CancellationToken::create();
+  int ended = 0;
+  for (int i = 0; i < 20; ++i) {
+    net::co_spawn(
+        io,
+        [&]() -> net::awaitable<void> {
+          try {
+            const std::vector<sg::Message> input = {sg::human("hi")};
+            (void)co_await model.ainvoke(input, call_options);
+          } catch (const std::exception&) {
+          }
+          ++ended;
+        },
+        net::detached);
+  }
+  // Polls until all 20 are in flight (or 30 s pass), then cancels them.
+  std::size_t seen = 0;
+  net::steady_timer poll(io);
+  const auto deadline = Clock::now() + 30s;
+  std::function<void()> check = [&] {
+    seen = server.stats().in_flight;
+    if (seen == 20 || Clock::now() > deadline) {
+      call_options.cancellation.cancel();
+      return;
+    }
+    poll.expires_after(10ms);
+    poll.async_wait([&](const boost::system::error_code&) { check(); });
+  };
+  check();
+  io.run();
+  CHECK(ended == 20);
+  CHECK(seen == 20);
+  const sg::testing::LoopbackStats stats = server.stats();
+  CHECK(stats.requests == 20);
+  CHECK(stats.max_in_flight == 20);
+  // The cancelled calls closed their connections: the server stopped waiting on them.
+  for (const auto until = Clock::now() + 30s;
+       server.stats().aborted < 20 && Clock::now() < until;) {
+    std::this_thread::sleep_for(10ms);
+  }
+  CHECK(server.stats().aborted == 20);
+  CHECK(server.stats().in_flight == 0);
+  // Over HTTP, as benchmarks read them, counted apart from the model requests: the most in
+  // flight starts again from those in flight now.
+  const nlohmann::json read =
+      nlohmann::json::parse(sg::test::http_request("GET", server.base_url() + "/stats").body);
+  CHECK(read["requests"] == 20);
+  CHECK(read["max_in_flight"] == 20);
+  CHECK(read["aborted"] == 20);
+  const nlohmann::json reset = nlohmann::json::parse(
+      sg::test::http_request("POST", server.base_url() + "/stats/reset").body);
+  CHECK(reset["requests"] == 20);
+  CHECK(reset["max_in_flight"] == 0);
+  CHECK(server.stats().requests == 20);
+}
+
+TEST_CASE("the loopback model calls the tool it is told to, then echoes after the result") {
+  sg::testing::LoopbackOptions options;
+  options.call_tool = "multiply";
+  options.tool_args = {{"a", 6}, {"b", 7}};
+  LoopbackOpenAI server(options);
+  const sg::OpenAIChatModel model(loopback_config(server));
+  sg::ChatOptions offered;
+  offered.tools = {sg::ToolSpec{"multiply", "Multiplies.", {{"type", "object"}}}};
+  for (const bool stream : {false, true}) {
+    CAPTURE(stream);
+    std::vector<sg::Message> messages = {sg::human("what is 6 times 7?")};
+    const sg::ChunkHandler ignore = [](const sg::MessageChunk&) {};
+    const sg::Message call =
+        stream ? model.stream(messages, offered, ignore) : model.invoke(messages, offered);
+    REQUIRE(call.tool_calls.size() == 1);
+    CHECK(call.tool_calls[0].name == "multiply");
+    CHECK(call.tool_calls[0].args == nlohmann::json{{"a", 6}, {"b", 7}});
+    messages.push_back(call);
+    messages.push_back(sg::tool("42", call.tool_calls[0].id));
+    const sg::Message answer =
+        stream ? model.stream(messages, offered, ignore) : model.invoke(messages, offered);
+    CHECK(answer.tool_calls.empty());
+    CHECK(answer.text() == "echo: what is 6 times 7?");
+    // Without the tool offered, the echo right away.
+    CHECK(model.invoke({sg::human("hi")}).text() == "echo: hi");
+  }
 }
 
 TEST_CASE("1000 concurrent streaming calls on an io_context run by four threads") {

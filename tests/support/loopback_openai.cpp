@@ -12,12 +12,14 @@
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <thread>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
@@ -67,6 +69,32 @@ std::string last_user_text(const nlohmann::json& request) {
     }
   }
   return text;
+}
+
+/// Whether the request offers a tool named `name`.
+bool offers_tool(const nlohmann::json& request, const std::string& name) {
+  if (!request.contains("tools") || !request["tools"].is_array()) return false;
+  for (const auto& tool : request["tools"]) {
+    if (tool.is_object() && tool.contains("function") && tool["function"].is_object() &&
+        tool["function"].value("name", "") == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+/// Whether a tool result follows the request's last user message.
+bool tool_result_after_last_user(const nlohmann::json& request) {
+  bool result = false;
+  if (request.contains("messages") && request["messages"].is_array()) {
+    for (const auto& m : request["messages"]) {
+      if (!m.is_object()) continue;
+      const std::string role = m.value("role", "");
+      if (role == "user") result = false;
+      if (role == "tool") result = true;
+    }
+  }
+  return result;
 }
 
 std::size_t prompt_words(const nlohmann::json& request) {
@@ -264,6 +292,50 @@ std::vector<nlohmann::json> echo_completion_chunks(const nlohmann::json& request
   return chunks_from_pieces(request, id, reply_pieces(request, 0));
 }
 
+nlohmann::json tool_call_completion(const nlohmann::json& request, const std::string& id,
+                                    const std::string& name, const nlohmann::json& args) {
+  const nlohmann::json call = {{"id", "call_" + id},
+                               {"type", "function"},
+                               {"function", {{"name", name}, {"arguments", args.dump()}}}};
+  return {{"id", id},
+          {"object", "chat.completion"},
+          {"created", 1700000000},
+          {"model", model_of(request)},
+          {"choices",
+           {{{"index", 0},
+             {"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}},
+             {"finish_reason", "tool_calls"}}}},
+          {"usage", usage_of(request, 1)}};
+}
+
+std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request, const std::string& id,
+                                             const std::string& name, const nlohmann::json& args) {
+  const nlohmann::json base = {{"id", id},
+                               {"object", "chat.completion.chunk"},
+                               {"created", 1700000000},
+                               {"model", model_of(request)}};
+  std::vector<nlohmann::json> events;
+  auto event = [&](nlohmann::json delta, nlohmann::json finish) {
+    nlohmann::json e = base;
+    e["choices"] = {
+        {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}};
+    events.push_back(std::move(e));
+  };
+  event({{"role", "assistant"}, {"content", nullptr}}, nullptr);
+  event({{"tool_calls",
+          {{{"index", 0},
+            {"id", "call_" + id},
+            {"type", "function"},
+            {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
+        nullptr);
+  event(nlohmann::json::object(), "tool_calls");
+  nlohmann::json usage = base;
+  usage["choices"] = nlohmann::json::array();
+  usage["usage"] = usage_of(request, 1);
+  events.push_back(std::move(usage));
+  return events;
+}
+
 std::vector<float> loopback_embedding(std::string_view text, std::size_t dims) {
   std::uint64_t h = 1469598103934665603ULL;  // FNV-1a
   for (unsigned char c : text) h = (h ^ c) * 1099511628211ULL;
@@ -284,10 +356,15 @@ std::vector<float> loopback_embedding(std::string_view text, std::size_t dims) {
 
 struct LoopbackOpenAI::Impl {
   LoopbackOptions options;
+  // Before io: the sessions that io's destructor ends still count themselves out (InFlight).
+  mutable std::mutex mu;
+  std::size_t request_total = 0;  // guarded by mu, as are the two below
+  std::size_t in_flight = 0;
+  std::size_t max_in_flight = 0;
+  std::size_t aborted = 0;
   net::io_context io;
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
-  mutable std::mutex mu;
   std::deque<LoopbackReply> queue;
   LoopbackHandler handler;
   std::vector<LoopbackRequest> requests;
@@ -296,11 +373,51 @@ struct LoopbackOpenAI::Impl {
 
   explicit Impl(LoopbackOptions o) : options(o) {}
 
+  [[nodiscard]] LoopbackStats stats() const {
+    std::lock_guard lock(mu);
+    return {request_total, in_flight, max_in_flight, aborted};
+  }
+
+  /// The answer to GET .../stats or POST .../stats/reset; nullopt for any other request.
+  std::optional<LoopbackReply> stats_reply(const http::request<http::string_body>& req) {
+    const std::string_view target(req.target().data(), req.target().size());
+    const bool reset = req.method() == http::verb::post && target.ends_with("/stats/reset");
+    if (!reset && !(req.method() == http::verb::get && target.ends_with("/stats"))) {
+      return std::nullopt;
+    }
+    if (reset) {
+      std::lock_guard lock(mu);
+      max_in_flight = in_flight;
+    }
+    const LoopbackStats now = stats();
+    return LoopbackReply::json({{"requests", now.requests},
+                                {"in_flight", now.in_flight},
+                                {"max_in_flight", now.max_in_flight},
+                                {"aborted", now.aborted}});
+  }
+
+  /// Counts a request in flight from construction to destruction (its answer written, or the
+  /// connection gone).
+  struct InFlight {
+    explicit InFlight(Impl& i) : impl(i) {
+      std::lock_guard lock(impl.mu);
+      ++impl.request_total;
+      impl.max_in_flight = std::max(impl.max_in_flight, ++impl.in_flight);
+    }
+    ~InFlight() {
+      std::lock_guard lock(impl.mu);
+      --impl.in_flight;
+    }
+    InFlight(const InFlight&) = delete;
+    InFlight& operator=(const InFlight&) = delete;
+    Impl& impl;
+  };
+
   LoopbackReply choose(const LoopbackRequest& request, const LoopbackOpenAI& self) {
     LoopbackHandler h;
     {
       std::lock_guard lock(mu);
-      requests.push_back(request);
+      if (options.record_requests) requests.push_back(request);
       if (!queue.empty()) {
         LoopbackReply r = std::move(queue.front());
         queue.pop_front();
@@ -332,11 +449,37 @@ struct LoopbackOpenAI::Impl {
                                  std::string(field.value()));
       }
       rec.body = req.body();
-      const LoopbackReply reply = choose(rec, *self);
+      std::optional<InFlight> counted;
+      std::optional<LoopbackReply> stats = stats_reply(req);
+      if (!stats) counted.emplace(*this);
+      const LoopbackReply reply = stats ? *std::move(stats) : choose(rec, *self);
 
       if (reply.delay.count() > 0) {
-        net::steady_timer timer(sock.get_executor(), reply.delay);
-        co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        // A client that closes the connection during the delay (a cancelled call) ends the wait:
+        // counted as aborted, and nothing is answered.
+        struct Wait {
+          net::steady_timer timer;
+          bool readable = false;
+        };
+        const auto deadline = std::chrono::steady_clock::now() + reply.delay;
+        auto wait = std::make_shared<Wait>(Wait{net::steady_timer(sock.get_executor(), deadline)});
+        sock.async_wait(tcp::socket::wait_read, [wait](const boost::system::error_code& e) {
+          if (e == net::error::operation_aborted) return;
+          wait->readable = true;
+          wait->timer.cancel();
+        });
+        co_await wait->timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+        boost::system::error_code unused;
+        if (wait->readable && sock.available(unused) == 0) {
+          std::lock_guard lock(mu);
+          ++aborted;
+          co_return;
+        }
+        sock.cancel(unused);   // stops watching
+        if (wait->readable) {  // a pipelined request, not a close: the rest of the delay
+          net::steady_timer rest(sock.get_executor(), deadline);
+          co_await rest.async_wait(net::redirect_error(net::use_awaitable, ec));
+        }
       }
       if (reply.drop_before_answer) {
         sock.shutdown(tcp::socket::shutdown_both, ec);
@@ -466,8 +609,16 @@ std::vector<LoopbackRequest> LoopbackOpenAI::requests() const {
 }
 
 std::size_t LoopbackOpenAI::request_count() const {
+  return impl_->stats().requests;
+}
+
+LoopbackStats LoopbackOpenAI::stats() const {
+  return impl_->stats();
+}
+
+void LoopbackOpenAI::reset_max_in_flight() {
   std::lock_guard lock(impl_->mu);
-  return impl_->requests.size();
+  impl_->max_in_flight = impl_->in_flight;
 }
 
 std::size_t LoopbackOpenAI::connection_count() const {
@@ -508,6 +659,17 @@ LoopbackReply LoopbackOpenAI::default_reply(const LoopbackRequest& request) cons
     return LoopbackReply::error(404, "unknown path " + request.target);
   }
   if (!body.is_object()) return LoopbackReply::error(400, "the body is not JSON");
+  const LoopbackOptions& options = impl_->options;
+  if (!options.call_tool.empty() && offers_tool(body, options.call_tool) &&
+      !tool_result_after_last_user(body)) {
+    const std::string& tool = options.call_tool;
+    LoopbackReply reply =
+        wants_stream(body)
+            ? LoopbackReply::sse(tool_call_chunks(body, id, tool, options.tool_args))
+            : LoopbackReply::json(tool_call_completion(body, id, tool, options.tool_args));
+    reply.delay = options.delay;
+    return reply;
+  }
   const auto pieces = reply_pieces(body, impl_->options.chunks);
   LoopbackReply reply = wants_stream(body)
                             ? LoopbackReply::sse(chunks_from_pieces(body, id, pieces))

@@ -7,11 +7,13 @@
 //   server.push(sg::testing::LoopbackReply::error(429, "slow down", {{"Retry-After", "1"}}));
 //   sg::OpenAIConfig config{.base_url = server.base_url(), .api_key = "k"};
 //
-// What it answers, in order: the next queued reply (push), else the handler's reply (set_handler,
-// when it returns one), else the default: a deterministic echo assistant ("echo: <last user
-// message>", streamed word by word with a usage chunk when the request asks to stream) and
-// deterministic embeddings of the requested dimensions. Every request is recorded.
-// All member functions are thread-safe.
+// What it answers, in order: `GET .../stats` and `POST .../stats/reset` (the request counters
+// below, as JSON), the next queued reply (push), else the handler's reply (set_handler, when it
+// returns one), else the default: a deterministic echo assistant ("echo: <last user message>",
+// streamed word by word with a usage chunk when the request asks to stream; with
+// LoopbackOptions::call_tool, first a call of that tool) and deterministic embeddings of the
+// requested dimensions. Every request is recorded unless LoopbackOptions::record_requests is
+// false. All member functions are thread-safe.
 
 #include <nlohmann/json.hpp>
 
@@ -92,11 +94,32 @@ struct LoopbackOptions {
   std::uint16_t port = 0;
   /// Threads serving connections.
   int threads = 1;
-  /// Default chat replies wait this long before answering.
+  /// Default chat replies wait this long before answering (a client that closes the
+  /// connection meanwhile gets nothing: LoopbackStats::aborted).
   std::chrono::milliseconds delay{0};
   /// Default chat replies: 0: echo the last user message (streamed word by word); K > 0: K
   /// content chunks ("tok1 ", "tok2 ", ...), one SSE event each when streaming.
   int chunks = 0;
+  /// Not empty: a default chat reply to a request that offers this tool and has no tool result
+  /// after its last user message calls it with `tool_args` (an agent's first model call); the
+  /// reply after the tool result is the echo.
+  std::string call_tool{};
+  nlohmann::json tool_args = nlohmann::json::object();
+  /// False: requests are counted but not kept (requests() is empty), so that a long benchmark
+  /// holds no memory for them.
+  bool record_requests = true;
+};
+
+/// The server's request counters (GET .../stats).
+struct LoopbackStats {
+  /// Requests received.
+  std::size_t requests = 0;
+  /// Requests received and not yet answered in full (or dropped).
+  std::size_t in_flight = 0;
+  /// The most in flight at once since the start or the last reset_max_in_flight().
+  std::size_t max_in_flight = 0;
+  /// Requests whose client closed the connection while the server waited (a cancelled call).
+  std::size_t aborted = 0;
 };
 
 /// The server. Starts listening in the constructor, stops (closing every connection) in the
@@ -122,6 +145,10 @@ class LoopbackOpenAI {
   [[nodiscard]] std::size_t request_count() const;
   /// Connections accepted so far.
   [[nodiscard]] std::size_t connection_count() const;
+  /// The request counters now.
+  [[nodiscard]] LoopbackStats stats() const;
+  /// Starts max_in_flight again from the requests in flight now (also POST .../stats/reset).
+  void reset_max_in_flight();
 
   /// The default reply to a request (echo chat completion or embeddings).
   [[nodiscard]] LoopbackReply default_reply(const LoopbackRequest& request) const;
@@ -137,6 +164,15 @@ class LoopbackOpenAI {
 /// finish_reason event and a usage event (choices: []).
 [[nodiscard]] std::vector<nlohmann::json> echo_completion_chunks(const nlohmann::json& request,
                                                                  const std::string& id);
+/// A chat completion calling tool `name` with `args` (id "call_" + `id`), and the same as
+/// chat.completion.chunk events.
+[[nodiscard]] nlohmann::json tool_call_completion(const nlohmann::json& request,
+                                                  const std::string& id, const std::string& name,
+                                                  const nlohmann::json& args);
+[[nodiscard]] std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request,
+                                                           const std::string& id,
+                                                           const std::string& name,
+                                                           const nlohmann::json& args);
 /// The deterministic embedding of `text` with `dims` numbers (unit length).
 [[nodiscard]] std::vector<float> loopback_embedding(std::string_view text, std::size_t dims);
 
