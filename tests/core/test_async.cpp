@@ -3,6 +3,7 @@
 // checkpoints.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/async.hpp>
+#include <stategraph/core/thread_pool.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -16,6 +17,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -504,4 +507,114 @@ TEST_CASE("both forms: messages mode carries streamed chunks and the messages no
     CHECK(events == std::vector<std::string>{"tool:whole:42:tool:1:-", "model:chunk:hel:model:2:m",
                                              "model:chunk:lo:model:2:m"});
   }
+}
+
+TEST_CASE("ainvoke with a plain_node_pool: a blocking plain node holds none of the executor") {
+  // One io_context thread, two runs. Run "a" has a plain node that blocks until run "b"'s
+  // coroutine node has run: on the io thread it would wait forever (b could not start), on the
+  // pool b runs meanwhile. The blocking node gives up after 20 s, so a failure cannot hang.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool b_ran = false;
+  std::thread::id plain_thread;
+  std::thread::id coroutine_thread;
+  sg::StateGraph<AsyncLog> a;
+  a.add_node("block", [&](const AsyncLog&) {
+    std::unique_lock lock(mu);
+    plain_thread = std::this_thread::get_id();
+    const bool seen = cv.wait_for(lock, 20s, [&] { return b_ran; });
+    return async_item(seen ? "b ran meanwhile" : "gave up");
+  });
+  a.add_edge(sg::START, "block");
+  sg::StateGraph<AsyncLog> b;
+  b.add_node("co", [&](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+    co_await sleep_for(1ms);
+    {
+      std::lock_guard lock(mu);
+      b_ran = true;
+      coroutine_thread = std::this_thread::get_id();
+    }
+    cv.notify_all();
+    co_return async_item("co");
+  });
+  b.add_edge(sg::START, "co");
+  const auto app_a = a.compile();
+  const auto app_b = b.compile();
+  sg::RunConfig config;
+  config.plain_node_pool = std::make_shared<sg::ThreadPool>(2);
+  asio::io_context io;
+  std::vector<std::string> a_items;
+  std::vector<std::string> b_items;
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto input = async_item("a");
+        auto r = co_await app_a.ainvoke(std::move(input), config);
+        a_items = r.state.items;
+      },
+      asio::detached);
+  asio::co_spawn(
+      io,
+      [&]() -> asio::awaitable<void> {
+        auto input = async_item("b");
+        auto r = co_await app_b.ainvoke(std::move(input), config);
+        b_items = r.state.items;
+      },
+      asio::detached);
+  io.run();
+  CHECK(a_items == std::vector<std::string>{"a", "b ran meanwhile"});
+  CHECK(b_items == std::vector<std::string>{"b", "co"});
+  CHECK(plain_thread != std::this_thread::get_id());
+  CHECK(coroutine_thread == std::this_thread::get_id());
+}
+
+TEST_CASE("both forms, with a plain_node_pool: plain and coroutine nodes mixed, the same run") {
+  // A plain fan-out (one node writing to the stream) and a coroutine join, on a checkpointer:
+  // the pool changes where the plain nodes run, nothing else.
+  auto build = [] {
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("p1", [](const AsyncLog&) { return async_item("p1"); })
+        .add_node("p2",
+                  [](const AsyncLog&, sg::Context& ctx) {
+                    ctx.write({{"from", "p2"}});
+                    return async_item("p2");
+                  })
+        .add_node("join",
+                  [](const AsyncLog& s) -> asio::awaitable<sg::Update<AsyncLog>> {
+                    co_await sleep_for(1ms);
+                    co_return sg::Update<AsyncLog>{}
+                        .set<&AsyncLog::items>(std::string("join"))
+                        .set<&AsyncLog::count>(static_cast<int>(s.items.size()));
+                  })
+        .add_node("last", [](const AsyncLog&) { return async_item("last"); });
+    g.add_edge(sg::START, "p1").add_edge(sg::START, "p2");
+    g.add_edge("p1", "join").add_edge("p2", "join").add_edge("join", "last");
+    sg::CompileOptions options;
+    options.checkpointer = std::make_shared<sg::InMemorySaver>();
+    return g.compile(options);
+  };
+  const auto plain = build();
+  const auto pooled = build();
+  sg::RunConfig config;
+  config.thread_id = "t";
+  const auto expected = run_in(Form::async, plain, async_item("in"), config);
+  config.plain_node_pool = std::make_shared<sg::ThreadPool>(2);
+  const auto got = run_in(Form::async, pooled, async_item("in"), config);
+  const auto sync = run_in(Form::sync, build(), async_item("in"), config);  // ignores the pool
+  CHECK(expected.state.items == std::vector<std::string>{"in", "p1", "p2", "join", "last"});
+  CHECK(expected.state.count == 3);
+  CHECK(got.state.items == expected.state.items);
+  CHECK(got.state.count == expected.state.count);
+  CHECK(sync.state.items == expected.state.items);
+  const auto history = [&](const sg::CompiledGraph<AsyncLog>& app) {
+    std::vector<std::string> out;
+    sg::RunConfig at;
+    at.thread_id = "t";
+    for (const auto& s : app.get_state_history(at)) {
+      out.push_back(std::to_string(s.values.items.size()) + ":" +
+                    (s.next.empty() ? std::string() : s.next.front()));
+    }
+    return out;
+  };
+  CHECK(history(pooled) == history(plain));
 }

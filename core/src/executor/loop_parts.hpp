@@ -87,6 +87,7 @@ namespace sg::detail {
 
 [[gnu::always_inline]] inline bool ExecutorCore::run_single_task() {
   if (tasks_.size() != 1 || is_timed(tasks_[0]) || spawns(tasks_[0])) return false;
+  if (plain_node_pool() != nullptr && !tasks_[0].restored) return false;
   Task& t = tasks_[0];
   if (t.restored) return true;
   if (writer_) {

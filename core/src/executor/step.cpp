@@ -98,8 +98,13 @@ void ExecutorCore::execute_tasks() {
   end_batch();
 }
 
+ThreadPool* ExecutorCore::plain_node_pool() const {
+  return async_ ? shared_->cfg.plain_node_pool.get() : nullptr;
+}
+
 /// Starts the step's tasks: attempts (timed nodes, and coroutine nodes of an asynchronous run)
-/// on their own, the others claimed by the pool and by this thread, which runs what it claims.
+/// on their own, the others claimed by the pool and by this thread, which runs what it claims
+/// (an asynchronous run with a plain_node_pool leaves them all to that pool).
 void ExecutorCore::start_batch() {
   claimable_.clear();
   attempts_.clear();
@@ -118,11 +123,14 @@ void ExecutorCore::start_batch() {
     shared_->remaining = claimable_.size();
     shared_->finished.clear();
   }
-  ThreadPool& pool = *graph_->pool;
-  std::size_t helpers = claimable_.empty() ? 0 : claimable_.size() - 1;
+  ThreadPool* const offload = plain_node_pool();
+  ThreadPool& pool = offload != nullptr ? *offload : *graph_->pool;
+  // Offloaded, every task goes to the pool: this thread runs none.
+  const std::size_t self = offload != nullptr ? 0 : 1;
+  std::size_t helpers = claimable_.size() < self ? 0 : claimable_.size() - self;
   helpers = std::min(helpers, pool.size());
   if (shared_->cfg.max_concurrency > 0)
-    helpers = std::min(helpers, shared_->cfg.max_concurrency - 1);
+    helpers = std::min(helpers, shared_->cfg.max_concurrency - self);
   std::uint64_t predicted_ns = 0;
   for (std::size_t index : claimable_) {
     const std::uint32_t cost = graph_->cost_ns[static_cast<std::size_t>(tasks_[index].node)].load(
@@ -145,7 +153,9 @@ void ExecutorCore::start_batch() {
   // takes tasks the pool does not start (a busy pool cannot stall the run). An asynchronous run
   // delivers them when its tasks settle.
   deliver_promptly_ = !async_ && stream_ != nullptr && claimable_.size() > 1;
-  if (deliver_promptly_) {
+  if (offload != nullptr) {
+    post_helpers();
+  } else if (deliver_promptly_) {
     helpers = std::min(claimable_.size(), pool.size());
     if (shared_->cfg.max_concurrency > 0) helpers = std::min(helpers, shared_->cfg.max_concurrency);
     post_helpers();
@@ -154,7 +164,7 @@ void ExecutorCore::start_batch() {
   }
   for (auto& slot : attempts_) start_attempt(slot, 1);
   const auto began = std::chrono::steady_clock::now();
-  if (!deliver_promptly_) {
+  if (!deliver_promptly_ && offload == nullptr) {
     for (std::size_t k = batch_->next.fetch_add(1); k < batch_->count;
          k = batch_->next.fetch_add(1)) {
       run_claimed(k, *shared_);

@@ -241,6 +241,11 @@ class CompiledGraph {
     return Async::run(def_, command_request(std::move(input)), std::move(config), modes,
                       std::move(on_event));
   }
+  template <class Async = detail::AsyncRuns<S>>
+  auto astream(std::nullopt_t, RunConfig config, StreamModes modes,
+               std::function<void(const StreamEvent<S>&)> on_event) const {
+    return Async::run(def_, detail::RunRequest<S>(), std::move(config), modes, std::move(on_event));
+  }
 
   /// The state of `config.thread_id` at its latest checkpoint (or `config.checkpoint_id`): values,
   /// next nodes, tasks, interrupts, config, metadata. nullopt for a thread without checkpoints.

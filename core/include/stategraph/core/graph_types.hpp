@@ -225,6 +225,11 @@ struct RunConfig {
   /// Static per-run data for nodes (LangGraph's runtime context); not checkpointed.
   nlohmann::json context{};
   std::string run_id{};
+  /// An asynchronous run (ainvoke, astream) runs its plain (synchronous) nodes on this pool,
+  /// never on its executor, so that a node that blocks holds one of the pool's threads and no
+  /// other coroutine waits for it. Null: on the run's strand (a lone task) or the graph's pool.
+  /// Synchronous runs ignore it.
+  std::shared_ptr<ThreadPool> plain_node_pool{};
 };
 
 /// How a run ended.

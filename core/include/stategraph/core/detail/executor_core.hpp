@@ -336,6 +336,9 @@ class ExecutorCore {
   [[nodiscard]] bool spawns(const Task& t) const {
     return async_ && graph_->coroutine[static_cast<std::size_t>(t.node)];
   }
+  /// The pool an asynchronous run hands all its plain tasks to (RunConfig::plain_node_pool);
+  /// null when the run takes them itself.
+  [[nodiscard]] ThreadPool* plain_node_pool() const;
   /// Spawns an attempt of a coroutine node on the run's strand (async.cpp).
   void spawn_attempt(const std::shared_ptr<NodeAttempt>& attempt);
   void run_claimed(std::size_t k, RunShared& shared);
