@@ -5,7 +5,7 @@
 # JSON line per count (load.mjs), with the CPU seconds of the servers and of Postgres in the
 # measured window.
 #   bench/scaleout/run.sh [--cli PATH/TO/stategraph] [--concurrency 64] [--duration 10]
-#                         [--processes "1 2 3"] [--workers 8] [--out FILE]
+#                         [--processes "1 2 3"] [--max-runs N] [--out FILE]
 # Needs node (18+) and postgresql-15.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
@@ -14,7 +14,7 @@ cli="$root/build/cli/stategraph"  # RelWithDebInfo (-O2), as bench/server/run.sh
 concurrency=64
 duration=10
 processes="1 2 3"
-workers=8
+max_runs=10000
 out=""
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -22,7 +22,7 @@ while [[ $# -gt 0 ]]; do
     --concurrency) concurrency="$2"; shift 2 ;;
     --duration) duration="$2"; shift 2 ;;
     --processes) processes="$2"; shift 2 ;;
-    --workers) workers="$2"; shift 2 ;;
+    --max-runs) max_runs="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
@@ -66,7 +66,7 @@ for n in $processes; do
   url="postgresql:///$db?host=$work&port=54332&user=postgres"
   urls=()
   for i in $(seq 1 "$n"); do
-    "$cli" serve --port 0 --db "$url" --workers "$workers" >"$work/out$i" 2>"$work/err$i" &
+    "$cli" serve --port 0 --db "$url" --max-runs "$max_runs" >"$work/out$i" 2>"$work/err$i" &
     servers+=($!)
   done
   for i in $(seq 1 "$n"); do
@@ -91,10 +91,10 @@ for n in $processes; do
     r.postgres_cpu_s = Math.round(p * 100) / 100;
     r.server_cpu_ms_per_run = r.runs ? Math.round((s / r.runs) * 1e5) / 100 : null;
     r.postgres_cpu_ms_per_run = r.runs ? Math.round((p / r.runs) * 1e5) / 100 : null;
-    r.workers_per_process = Number(process.argv[4]);
+    r.max_runs_per_process = Number(process.argv[4]);
     console.log(JSON.stringify(r));
   ' "$work/load.json" "$(awk -v a="$s1" -v b="$s0" 'BEGIN{print a - b}')" \
-    "$(awk -v a="$p1" -v b="$p0" 'BEGIN{print a - b}')" "$workers" | tee -a "$results"
+    "$(awk -v a="$p1" -v b="$p0" 'BEGIN{print a - b}')" "$max_runs" | tee -a "$results"
   stop_servers
 done
 [[ -n "$out" ]] && cp "$results" "$out"

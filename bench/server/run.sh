@@ -5,13 +5,13 @@
 # stategraph / reference ratios.
 #
 #   bench/server/run.sh [--quick] [--only stategraph|reference] [--stategraph PATH]
-#                       [--workers W] [--client http|sdk] [--turns-per-thread N]
+#                       [--serve-args "ARGS"] [--client http|sdk] [--turns-per-thread N]
 #                       [--reference-log-level LEVEL] [--out FILE]
 #
 # --quick           a smoke run: 2 s per concurrency, 20 streams, 1,000 threads, 100 open streams
 # --stategraph PATH the binary (default build/cli/stategraph); it is copied first, so a rebuild
 #                   during the run changes nothing
-# --workers W       stategraph's --workers (default: the number of cores, see README.md)
+# --serve-args ARGS more options for `stategraph serve` (e.g. "--max-runs 64")
 # --client          client.mjs's client: http (undici, default) or sdk (@langchain/langgraph-sdk)
 # --turns-per-thread N  runs.wait turns before a virtual client moves to a fresh thread
 #                   (default 20; 0 = one thread per client for the whole run, see README.md)
@@ -29,7 +29,7 @@ root="$(cd "$here/../.." && pwd)"
 quick=0
 only=""
 sg_src="$root/build/cli/stategraph"
-workers="$(nproc)"
+serve_args=""
 client_kind="http"
 turns=20
 ref_log_level=""
@@ -39,7 +39,7 @@ while [[ $# -gt 0 ]]; do
     --quick) quick=1; shift ;;
     --only) only="$2"; shift 2 ;;
     --stategraph) sg_src="$2"; shift 2 ;;
-    --workers) workers="$2"; shift 2 ;;
+    --serve-args) serve_args="$2"; shift 2 ;;
     --client) client_kind="$2"; shift 2 ;;
     --turns-per-thread) turns="$2"; shift 2 ;;
     --reference-log-level) ref_log_level="$2"; shift 2 ;;
@@ -68,29 +68,7 @@ source "$root/scripts/lib/npm-ci.sh"
 npm_ci_once "$here"
 
 work="$(mktemp -d /tmp/sg-bench-server-XXXXXX)"
-server_pid=""     # stategraph serve, or reference/start.sh
-server_pgid=""    # the reference's process group (its start.sh runs it under setsid)
-
-stop_server() {
-  [[ -z "$server_pid" ]] && return 0
-  kill -TERM "$server_pid" 2>/dev/null || true
-  for _ in $(seq 100); do
-    kill -0 "$server_pid" 2>/dev/null || break
-    sleep 0.1
-  done
-  kill -KILL "$server_pid" 2>/dev/null || true
-  wait "$server_pid" 2>/dev/null || true
-  if [[ -n "$server_pgid" ]]; then
-    # start.sh stops its group on TERM; make sure, then force.
-    for _ in $(seq 50); do
-      kill -0 -- "-$server_pgid" 2>/dev/null || break
-      sleep 0.1
-    done
-    kill -KILL -- "-$server_pgid" 2>/dev/null || true
-  fi
-  server_pid=""
-  server_pgid=""
-}
+source "$here/lib.sh"
 client_pid=""
 cleanup() {
   trap - EXIT INT TERM
@@ -114,14 +92,11 @@ if [[ "$only" != "reference" ]]; then
   cp "$sg_src" "$sg_bin"
 fi
 
-free_port() {
-  node -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})'
-}
-
 # Starts a server; sets url, server_pid, measured_pid (the process whose memory is reported)
 # and server_pgid (reference only).
 start_stategraph() {
-  "$sg_bin" serve --port 0 --in-memory --workers "$workers" >"$work/server.out" 2>"$work/server.err" &
+  # shellcheck disable=SC2086  # --serve-args is split into options on purpose
+  "$sg_bin" serve --port 0 --in-memory $serve_args >"$work/server.out" 2>"$work/server.err" &
   server_pid=$!
   measured_pid=$server_pid
   url=""
@@ -134,35 +109,6 @@ start_stategraph() {
   echo "run.sh: stategraph serve did not start:" >&2
   cat "$work/server.out" "$work/server.err" >&2
   return 1
-}
-start_reference() {
-  local port
-  port="$(free_port)"
-  if [[ -n "$ref_log_level" ]]; then export LOG_LEVEL="$ref_log_level"; fi
-  "$here/reference/start.sh" "$port" >"$work/server.out" 2>"$work/server.err" &
-  server_pid=$!
-  url="http://127.0.0.1:$port"
-  for _ in $(seq 600); do
-    if grep -q "^$url\$" "$work/server.out" 2>/dev/null; then break; fi
-    if ! kill -0 "$server_pid" 2>/dev/null; then
-      echo "run.sh: the reference server did not start:" >&2
-      tail -20 "$work/server.out" "$work/server.err" >&2
-      return 1
-    fi
-    sleep 0.2
-  done
-  # The process that listens on the port is the one that holds the graph state (the dev CLI
-  # spawns tsx, which spawns the server); check that it belongs to this start.sh's session.
-  measured_pid="$(ss -ltnpH "sport = :$port" | grep -o 'pid=[0-9]*' | head -1 | cut -d= -f2)"
-  if [[ -z "$measured_pid" ]]; then
-    echo "run.sh: nothing listens on $url" >&2
-    return 1
-  fi
-  server_pgid="$(ps -o pgid= -p "$measured_pid" | tr -d ' ')"
-  if ! ps -o args= -p "$server_pgid" 2>/dev/null | grep -q -- "langgraphjs dev --port $port "; then
-    echo "run.sh: the listener $measured_pid is not in the group of start.sh's langgraphjs dev" >&2
-    return 1
-  fi
 }
 
 # Runs client.mjs scenarios against a fresh server; appends the JSON lines to $2.
@@ -207,7 +153,7 @@ for name in "${servers[@]}"; do
   run_group "$name" "$file" --scenarios open_streams "${open_args[@]}"
   info=(--server "$name" --quick "$quick" --client "$client_kind" --turns "$turns")
   if [[ "$name" == stategraph ]]; then
-    info+=(--command "stategraph serve --port 0 --in-memory --workers $workers" --binary "$sg_src")
+    info+=(--command "stategraph serve --port 0 --in-memory${serve_args:+ $serve_args}" --binary "$sg_src")
   else
     info+=(--command "${ref_log_level:+LOG_LEVEL=$ref_log_level }bench/server/reference/start.sh PORT")
   fi

@@ -1,15 +1,23 @@
 // The registry of built-in graphs (see builtin_graphs.hpp).
 #include "builtin_graphs.hpp"
 
+#include <stategraph/core/async.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/state_graph.hpp>
 #include <stategraph/models/local_model.hpp>
 #include <stategraph/models/tool.hpp>
 
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 namespace sg::cli {
 namespace {
@@ -55,24 +63,26 @@ std::chrono::milliseconds requested_sleep(std::string_view text) {
 }
 
 /// The node of the `agent` graph (the LangGraph server conformance graph, see
-/// ../shared/reference/langgraph-server-api.md §0): "echo: " + the text of the last human
-/// message ("" when there is none). A text starting with "sleep:<ms>" first waits that long; the
-/// wait ends as soon as the run's cancellation token is cancelled (and checks every 50 ms for a
-/// run stopped otherwise), and a cancelled run throws CancelledError and writes nothing.
-Update<MessagesState> echo_node(const MessagesState& state, Context& ctx) {
+/// ../shared/reference/langgraph-server-api.md §0), a coroutine: "echo: " + the text of the last
+/// human message ("" when there is none). A text starting with "sleep:<ms>" first waits that long
+/// on a timer, holding no thread; cancelling the run ends the wait at once, and a cancelled run
+/// throws CancelledError and writes nothing.
+boost::asio::awaitable<Update<MessagesState>> echo_node(const MessagesState& state, Context& ctx) {
   const auto last_human =
       std::find_if(state.messages.rbegin(), state.messages.rend(),
                    [](const Message& m) { return m.type == MessageType::human; });
   const std::string text = last_human == state.messages.rend() ? "" : last_human->text();
-  const auto deadline = std::chrono::steady_clock::now() + requested_sleep(text);
-  for (auto now = std::chrono::steady_clock::now(); now < deadline;
-       now = std::chrono::steady_clock::now()) {
-    ctx.throw_if_cancelled();
-    const std::chrono::steady_clock::duration slice = std::chrono::milliseconds{50};
-    (void)ctx.config().cancellation.wait_for(std::min(deadline - now, slice));
+  if (const auto wait = requested_sleep(text); wait.count() > 0 && !ctx.cancelled()) {
+    const auto executor = co_await boost::asio::this_coro::executor;
+    auto timer = std::make_shared<boost::asio::steady_timer>(executor, wait);
+    // Called on cancel()'s thread: the timer is the node's, so it is cancelled on its executor.
+    const auto subscription = ctx.config().cancellation.on_cancel(
+        [timer, executor] { boost::asio::post(executor, [timer] { timer->cancel(); }); });
+    boost::system::error_code ec;  // operation_aborted: cancelled
+    co_await timer->async_wait(boost::asio::redirect_error(boost::asio::use_awaitable, ec));
   }
   ctx.throw_if_cancelled();
-  return Update<MessagesState>{}.set<&MessagesState::messages>(ai("echo: " + text));
+  co_return Update<MessagesState>{}.set<&MessagesState::messages>(ai("echo: " + text));
 }
 
 CompileOptions compile_options(const BuiltinGraphOptions& options, std::string name) {
@@ -94,7 +104,7 @@ std::vector<BuiltinGraph> make_registry() {
        "human message",
        [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {
          StateGraph<MessagesState> g;
-         g.add_node("echo", [](const MessagesState& s, Context& ctx) { return echo_node(s, ctx); });
+         g.add_node("echo", echo_node);
          g.add_edge(START, "echo").add_edge("echo", END);
          return g.compile(compile_options(options, "agent"));
        }});

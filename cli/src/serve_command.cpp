@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <csignal>
@@ -33,7 +34,8 @@ struct ServeArgs {
   bool in_memory = false;
   std::vector<std::string> graphs;
   int threads = 2;
-  std::size_t workers = 8;
+  std::size_t max_runs = 10000;
+  std::size_t sync_workers = 8;
   bool allow_public = false;
   double lease_seconds = 10;
 };
@@ -48,12 +50,24 @@ sigset_t block_stop_signals() {
   return set;
 }
 
+/// Raises the open-file soft limit to the hard limit: every waiting conversation holds a
+/// connection, and a run waiting on a model one more.
+void raise_open_file_limit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur < limit.rlim_max) {
+    limit.rlim_cur = limit.rlim_max;
+    (void)setrlimit(RLIMIT_NOFILE, &limit);
+  }
+}
+
 void serve(const ServeArgs& args) {
+  raise_open_file_limit();
   ServerOptions options;
   options.host = args.host;
   options.port = args.port;
   options.threads = args.threads;
-  options.run_workers = args.workers;
+  options.max_runs = args.max_runs;
+  options.sync_node_workers = args.sync_workers;
   options.allow_public_without_key = args.allow_public;
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   BuiltinGraphOptions graph_options;
@@ -135,7 +149,15 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_flag("--in-memory", args->in_memory, "Keep everything in memory (lost at exit)");
   cmd->add_option("--graph", args->graphs, "Serve only these built-in graphs (repeatable)");
   cmd->add_option("--threads", args->threads, "Network threads")->capture_default_str();
-  cmd->add_option("--workers", args->workers, "Threads that run graphs")->capture_default_str();
+  cmd->add_option("--max-runs", args->max_runs,
+                  "Runs executing at once (the rest wait, pending); a run waiting on a model "
+                  "holds no thread")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--sync-workers", args->sync_workers,
+                  "Threads that run the plain (synchronous) nodes of all runs")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_flag("--allow-public", args->allow_public,
                 "Bind a non-loopback address without an API key");
   cmd->add_option("--run-lease", args->lease_seconds,

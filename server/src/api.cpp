@@ -352,13 +352,12 @@ json body_object(const ApiRequest& request) {
 }
 
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
-         std::shared_ptr<Store> store, std::size_t run_workers, const ClusterOptions* cluster)
+         std::shared_ptr<Store> store, RunLimits limits, const ClusterOptions* cluster)
     : graphs_(std::move(graphs)),
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
-      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), run_workers,
-                                         cluster)) {}
+      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), limits, cluster)) {}
 
 Api::~Api() {
   shutdown();

@@ -250,6 +250,12 @@ class ThreadRegistry {
   std::function<std::shared_ptr<void>(const std::string&)> shared_lock_;
 };
 
+/// How many runs execute at once, and the threads of their plain nodes (ServerOptions).
+struct RunLimits {
+  std::size_t max_runs = 10000;
+  std::size_t sync_workers = 8;
+};
+
 /// A registered graph and its system assistant.
 struct GraphEntry {
   std::string graph_id;
@@ -310,10 +316,10 @@ class RunManager;
 /// The API over the registered graphs. Thread-safe.
 class Api {
  public:
-  /// `records` keeps threads and runs; `store` serves /store; runs use `run_workers` threads,
+  /// `records` keeps threads and runs; `store` serves /store; runs execute within `limits`,
   /// queued in PostgreSQL for many processes when `cluster` is given.
   Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
-      std::size_t run_workers, const ClusterOptions* cluster = nullptr);
+      RunLimits limits, const ClusterOptions* cluster = nullptr);
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -355,14 +361,15 @@ class Api {
   mutable std::map<std::string, std::string> pictures_;  // graph_id -> SVG
 };
 
-/// Runs: per-thread queues (one active run per thread), the multitask strategies, the workers
-/// that run graphs, and the run records. Thread-safe.
+/// Runs: per-thread queues (one active run per thread), the multitask strategies, runs executing
+/// as coroutines (ServedGraph::arun, at most RunLimits::max_runs at once), and the run records.
+/// Thread-safe.
 class RunManager {
  public:
   /// `cluster`: when set, runs are queued in PostgreSQL for every server process on the
   /// database (cluster.hpp); otherwise in this process.
   RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
-             std::size_t workers, const ClusterOptions* cluster = nullptr);
+             RunLimits limits, const ClusterOptions* cluster = nullptr);
   ~RunManager();
   RunManager(const RunManager&) = delete;
   RunManager& operator=(const RunManager&) = delete;
@@ -402,14 +409,29 @@ class RunManager {
   struct State;
   struct Cluster;
   friend struct Cluster;
-  /// Hands `run` (its thread's queue front) to a worker, or to the timer when its after_seconds
-  /// are not over; true when the caller must post execute(run). Caller holds state_->mu.
+  /// Starts `run` (its thread's queue front), or hands it to the timer when its after_seconds
+  /// are not over, or to the ready queue when max_runs execute; true when the caller must
+  /// launch(run). Caller holds state_->mu.
   [[nodiscard]] bool begin_locked(const std::shared_ptr<Run>& run);
+  /// Marks `run` executing when fewer than max_runs do (true), else queues it in `ready`.
+  /// Caller holds state_->mu.
+  [[nodiscard]] bool admit_locked(const std::shared_ptr<Run>& run);
+  /// The ready runs that may start now that slots are free. Caller holds state_->mu.
+  [[nodiscard]] std::vector<std::shared_ptr<Run>> take_ready_locked();
+  /// Whether `run` is still its thread's next run, not started (not cancelled, not overtaken by
+  /// an interrupt). Caller holds state_->mu.
+  [[nodiscard]] bool next_of_thread_locked(const std::shared_ptr<Run>& run) const;
+  /// Starts execute(run) on the runs' executor.
+  void launch(std::shared_ptr<Run> run);
   /// The timer thread: starts delayed runs when due.
   void start_delayed();
   /// POSTs a run's end to its webhook (when it has one).
   void send_webhook(const Run& run, std::string_view status, const nlohmann::json& result);
-  void execute(const std::shared_ptr<Run>& run);
+  /// Runs `run` to its end (a coroutine on the runs' executor) and finishes it.
+  boost::asio::awaitable<void> execute(std::shared_ptr<Run> run);
+  /// After a run: a rolled-back run's checkpoints go, the run's end is recorded (finish()).
+  void conclude(const std::shared_ptr<Run>& run, std::string status, nlohmann::json result,
+                const std::optional<std::string>& head_before);
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result);
   void save(const Run& run) const;

@@ -244,8 +244,8 @@ void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::st
 bool RunManager::Cluster::claim(const std::string& run_id) {
   {
     std::lock_guard lock(m_.state_->mu);
-    if (m_.state_->stopping || m_.state_->executing >= m_.state_->pool.size()) return false;
-    ++m_.state_->executing;  // a worker, reserved
+    if (m_.state_->stopping || m_.state_->executing >= m_.state_->max_runs) return false;
+    ++m_.state_->executing;  // a slot, reserved
   }
   auto release_worker = [&] {
     std::lock_guard lock(m_.state_->mu);
@@ -324,7 +324,7 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
     run->token.cancel();
   }
   if (forward) forward_events(run);  // its creator streams it: the events go through the database
-  m_.state_->pool.post([this, run] { m_.execute(run); });
+  m_.launch(run);
   return true;
 }
 

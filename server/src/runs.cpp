@@ -1,16 +1,17 @@
 // Runs of the LangGraph Server API: one active run per thread, later runs queued (enqueue) or
-// refused (reject), or the active ones cancelled first (interrupt, rollback); runs execute on a
-// pool of workers and publish their events to a RunChannel that SSE streams, waits and joins
-// read. Run records live in the record store under ("stategraph", "runs", thread_id): written when
-// a run is created and when it ends (the in-memory record is the truth while it is active). A
-// small marker under ("stategraph", "active_runs") names each unfinished run, so that start-up
-// finds the runs a crash left behind without reading every record. Reading and steering runs
-// (list, get, join, cancel, delete) is run_access.cpp.
+// refused (reject), or the active ones cancelled first (interrupt, rollback); runs execute as
+// coroutines (at most max_runs at once, the rest wait in order) and publish their events to a
+// RunChannel that SSE streams, waits and joins read. Run records live in the record store under
+// ("stategraph", "runs", thread_id): written when a run is created and when it ends (the in-memory
+// record is the truth while it is active). A small marker under ("stategraph", "active_runs") names
+// each unfinished run, so that start-up finds the runs a crash left behind without reading every
+// record. Reading and steering runs (list, get, join, cancel, delete) is run_access.cpp.
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/core/uuid.hpp>
 
+#include <boost/asio/co_spawn.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -24,6 +25,10 @@
 #include "run_events.hpp"
 #include "runs_state.hpp"
 #include "webhook.hpp"
+
+// g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
+// (GCC bug 109224).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 namespace sg::server {
 
@@ -100,11 +105,11 @@ std::string_view durability_name(const std::optional<Durability>& durability) {
 }
 
 RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
-                       std::size_t workers, const ClusterOptions* cluster)
+                       RunLimits limits, const ClusterOptions* cluster)
     : api_(api),
       threads_(threads),
       records_(std::move(records)),
-      state_(std::make_unique<State>(workers)) {
+      state_(std::make_unique<State>(limits)) {
   if (cluster != nullptr) {
     // The queue is in the database: the runs of a process that died are swept back into it.
     cluster_ = std::make_unique<Cluster>(*this, *cluster);
@@ -154,9 +159,39 @@ bool RunManager::begin_locked(const std::shared_ptr<Run>& run) {
     state_->delayed_changed.notify_all();
     return false;
   }
+  return admit_locked(run);
+}
+
+bool RunManager::admit_locked(const std::shared_ptr<Run>& run) {
+  if (state_->executing >= state_->max_runs) {
+    state_->ready.push_back(run);
+    return false;
+  }
   run->running = true;  // from now on cancelling it goes through its token
   ++state_->executing;
   return true;
+}
+
+bool RunManager::next_of_thread_locked(const std::shared_ptr<Run>& run) const {
+  if (run->running || !state_->active.contains(run->run_id)) return false;
+  const auto queue = state_->queues.find(run->thread_id);
+  return queue != state_->queues.end() && !queue->second.empty() && queue->second.front() == run;
+}
+
+std::vector<std::shared_ptr<RunManager::Run>> RunManager::take_ready_locked() {
+  std::vector<std::shared_ptr<Run>> out;
+  while (!state_->stopping && state_->executing < state_->max_runs && !state_->ready.empty()) {
+    const std::shared_ptr<Run> run = state_->ready.front().lock();
+    state_->ready.pop_front();
+    if (run && next_of_thread_locked(run) && admit_locked(run)) out.push_back(run);
+  }
+  return out;
+}
+
+void RunManager::launch(std::shared_ptr<Run> run) {
+  boost::asio::co_spawn(state_->io, execute(std::move(run)), [](const std::exception_ptr& e) {
+    if (e) std::rethrow_exception(e);  // execute() catches what a run throws: a bug, as a crash
+  });
 }
 
 void RunManager::start_delayed() {
@@ -173,15 +208,7 @@ void RunManager::start_delayed() {
     }
     const std::shared_ptr<Run> run = state_->delayed.begin()->second.lock();
     state_->delayed.erase(state_->delayed.begin());
-    // Still its thread's next run (not cancelled, not overtaken by an interrupt)?
-    if (!run || run->running || !state_->active.contains(run->run_id)) continue;
-    const auto queue = state_->queues.find(run->thread_id);
-    if (queue == state_->queues.end() || queue->second.empty() || queue->second.front() != run) {
-      continue;
-    }
-    run->running = true;
-    ++state_->executing;
-    state_->pool.post([this, run] { execute(run); });
+    if (run && next_of_thread_locked(run) && admit_locked(run)) launch(run);
   }
 }
 
@@ -437,9 +464,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   for (const auto& pending : dropped) {
     finish(pending, pending->cancel_action == "rollback" ? "" : "interrupted", json::object());
   }
-  if (start_now) {
-    state_->pool.post([this, run] { execute(run); });
-  }
+  if (start_now) launch(run);
 
   ApiResponse response;
   const std::string location = stateless
@@ -468,7 +493,7 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
   return response;
 }
 
-void RunManager::execute(const std::shared_ptr<Run>& run) {
+boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
   {
     std::lock_guard lock(state_->mu);
     run->record["status"] = "running";
@@ -477,13 +502,21 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
   }
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
+  // A cluster's saver and queue are in PostgreSQL: their synchronous work around the run goes
+  // to the pool, so that it holds no thread of the runs' executor.
+  ThreadPool* const blocking = cluster_ ? state_->plain_nodes.get() : nullptr;
   std::optional<std::string> head_before;
   std::string status = "success";
   json result;
   EventFormatter format(run->modes, run->graph->graph_id, run->run_id, *run->channel);
   try {
     if (saver && !run->config.thread_id.empty()) {
-      head_before = saver->latest_checkpoint_id(run->thread_id, "");
+      const auto head = [&] { return saver->latest_checkpoint_id(run->thread_id, ""); };
+      if (blocking) {
+        head_before = co_await on_pool(*blocking, head);
+      } else {
+        head_before = head();
+      }
     }
     format.start(run->input.is_null() ? run->command : run->input);
     ServedRun served{run->input,
@@ -492,7 +525,8 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
                      engine_modes(run->modes),
                      [&format](ServedEvent&& e) { format(std::move(e)); },
                      [channel = run->channel.get()] { return channel->wanted(); }};
-    ServedRunResult outcome = graph.run(std::move(served));
+    served.config.plain_node_pool = state_->plain_nodes;
+    ServedRunResult outcome = co_await graph.arun(std::move(served));
     if (outcome.interrupted) {
       status = "interrupted";
       result = format.interrupted(outcome.interrupts);
@@ -511,6 +545,17 @@ void RunManager::execute(const std::shared_ptr<Run>& run) {
       result = {{"__error__", error}};
     }
   }
+  if (blocking) {
+    co_await on_pool(*blocking, [&] { conclude(run, status, std::move(result), head_before); });
+  } else {
+    conclude(run, status, std::move(result), head_before);
+  }
+}
+
+void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, json result,
+                          const std::optional<std::string>& head_before) {
+  const ServedGraph& graph = *run->graph->graph;
+  const auto saver = graph.checkpointer();
   std::string action;
   {
     std::lock_guard lock(state_->mu);
@@ -553,12 +598,17 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
     return;
   }
   std::shared_ptr<Run> next;
+  std::vector<std::shared_ptr<Run>> ready;
   bool was_running = false;
   bool delete_thread = false;
   {
     std::lock_guard lock(state_->mu);
     was_running = run->running;
     run->running = false;
+    if (was_running) {  // its slot is free; shutdown waits until this call is over (finishing)
+      --state_->executing;
+      ++state_->finishing;
+    }
     auto queue_it = state_->queues.find(run->thread_id);
     if (queue_it != state_->queues.end()) {
       auto& queue = queue_it->second;
@@ -581,6 +631,7 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
       run->record["updated_at"] = iso_timestamp_now();
       save(*run);
     }
+    ready = take_ready_locked();
     const bool idle = queue_it == state_->queues.end() || queue_it->second.empty();
     if (idle) {
       if (queue_it != state_->queues.end()) state_->queues.erase(queue_it);
@@ -607,10 +658,11 @@ void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status
   }
   run->channel->finish(result);
   if (was_running) send_webhook(*run, status, result);
-  if (next) state_->pool.post([this, next] { execute(next); });
+  if (next) launch(next);
+  for (auto& r : ready) launch(std::move(r));
   if (was_running) {
     std::lock_guard lock(state_->mu);
-    --state_->executing;
+    --state_->finishing;
     state_->drained.notify_all();
   }
 }

@@ -5,11 +5,21 @@
 
 #include <stategraph/core/thread_pool.hpp>
 
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <map>
 #include <thread>
+#include <type_traits>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
 
@@ -42,7 +52,20 @@ struct RunManager::Run {
 };
 
 struct RunManager::State {
-  explicit State(std::size_t workers) : pool(std::max<std::size_t>(workers, 1)) {}
+  explicit State(const RunLimits& limits)
+      : max_runs(std::max<std::size_t>(limits.max_runs, 1)),
+        plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
+    const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < cores; ++i) io_threads.emplace_back([this] { io.run(); });
+  }
+  ~State() {
+    work.reset();
+    io.stop();
+    for (auto& t : io_threads) t.join();
+  }
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+
   std::mutex mu;
   std::map<std::string, std::deque<std::shared_ptr<Run>>> queues;  // by thread: active first
   std::map<std::string, std::shared_ptr<Run>> active;              // pending or running, by id
@@ -60,8 +83,57 @@ struct RunManager::State {
   std::multimap<std::chrono::steady_clock::time_point, std::weak_ptr<Run>> delayed;
   std::condition_variable delayed_changed;
   std::thread timer;
-  ThreadPool pool;
+  // At most max_runs execute at once; the runs past it (fronts of their threads' queues) wait
+  // here in order.
+  const std::size_t max_runs;
+  std::deque<std::weak_ptr<Run>> ready;
+  // Runs execute as coroutines on `io` (one thread per core); their plain nodes, and the
+  // blocking database work of a cluster's runs, on `plain_nodes`.
+  boost::asio::io_context io;
+  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  std::vector<std::thread> io_threads;
+  std::shared_ptr<ThreadPool> plain_nodes;
 };
+
+/// `f()` on `pool`, awaited: the calling coroutine holds no thread meanwhile and goes on on its
+/// own executor. Throws what `f` throws.
+template <class F>
+boost::asio::awaitable<std::invoke_result_t<F>> on_pool(ThreadPool& pool, F f) {
+  using R = std::invoke_result_t<F>;
+  using Value = std::conditional_t<std::is_void_v<R>, bool, R>;
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto initiate = [&pool, &f, executor](auto handler) {
+    // ThreadPool takes copyable work: the handler and the function are shared.
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    auto work = std::make_shared<F>(std::move(f));
+    pool.post([shared, work, executor] {
+      std::exception_ptr error;
+      Value value{};
+      try {
+        if constexpr (std::is_void_v<R>) {
+          (*work)();
+        } else {
+          value = (*work)();
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      boost::asio::post(executor, [shared, error, value = std::move(value)]() mutable {
+        (*shared)(error, std::move(value));
+      });
+    });
+  };
+  if constexpr (std::is_void_v<R>) {
+    (void)co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                               void(std::exception_ptr, Value)>(
+        initiate, boost::asio::use_awaitable);
+  } else {
+    Value value = co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                                       void(std::exception_ptr, Value)>(
+        initiate, boost::asio::use_awaitable);
+    co_return value;
+  }
+}
 
 /// An SSE response with no events: the stream of a run that has ended (or of none).
 [[nodiscard]] ApiResponse ended_stream();

@@ -370,9 +370,10 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
   const ServerOptions& o = impl_->options;
   if (o.threads < 1) throw Error(errc::kInvalidArgument, "the server needs at least one thread");
   if (o.max_body_bytes == 0 || o.max_header_bytes == 0 || o.max_connections == 0 ||
-      o.idle_timeout.count() <= 0) {
+      o.idle_timeout.count() <= 0 || o.max_runs == 0 || o.sync_node_workers == 0) {
     throw Error(errc::kInvalidArgument,
-                "server limits (body, header, connections, idle timeout) must be positive");
+                "server limits (body, header, connections, idle timeout, runs, sync node "
+                "workers) must be positive");
   }
 }
 
@@ -433,7 +434,8 @@ void Server::start() {
   try {
     for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
     impl_->api = std::make_unique<server::Api>(
-        std::move(bound), options.records, options.store, options.run_workers,
+        std::move(bound), options.records, options.store,
+        server::RunLimits{options.max_runs, options.sync_node_workers},
         options.cluster.conninfo.empty() ? nullptr : &options.cluster);
   } catch (...) {
     acceptor.close();

@@ -106,7 +106,7 @@ struct InProcessServer {
     std::vector<server::GraphEntry> graphs{
         {"agent", asking_graph()->bind(saver, store), std::move(record)}};
     api = std::make_unique<server::Api>(std::move(graphs), std::make_shared<InMemoryStore>(), store,
-                                        2);
+                                        server::RunLimits{.max_runs = 64, .sync_workers = 2});
   }
 };
 

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,6 +125,17 @@ inline bool wait_for_field(Served& s, const std::string& path, const char* field
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   return false;
+}
+
+/// Polls `done` every 20 ms until it is true or `limit` passed; whether it became true.
+inline bool eventually(const std::function<bool()>& done,
+                       std::chrono::seconds limit = std::chrono::seconds(20)) {
+  for (const auto until = std::chrono::steady_clock::now() + limit;
+       std::chrono::steady_clock::now() < until;
+       std::this_thread::sleep_for(std::chrono::milliseconds(20))) {
+    if (done()) return true;
+  }
+  return done();
 }
 
 }  // namespace sg::test

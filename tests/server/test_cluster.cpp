@@ -16,6 +16,7 @@ namespace {
 
 using nlohmann::json;
 using sg::test::contents;
+using sg::test::eventually;
 using sg::test::human_input;
 using sg::test::Served;
 
@@ -24,7 +25,7 @@ sg::ServerOptions cluster_options(const std::string& conninfo) {
   options.checkpointer = sg::PostgresSaver::open(conninfo);
   options.store = sg::PostgresStore::open(conninfo);
   options.records = sg::PostgresStore::open(conninfo, {.table = "sg_records"});
-  options.run_workers = 4;
+  options.sync_node_workers = 4;
   options.cluster.conninfo = conninfo;
   options.cluster.lease = std::chrono::milliseconds(1000);
   return options;
@@ -32,14 +33,6 @@ sg::ServerOptions cluster_options(const std::string& conninfo) {
 
 std::string run_status(Served& s, const std::string& thread_id, const std::string& run_id) {
   return s.get_json("/threads/" + thread_id + "/runs/" + run_id).value("status", "");
-}
-
-bool eventually(const std::function<bool()>& done) {
-  for (int i = 0; i < 1000; ++i) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
 }
 
 }  // namespace

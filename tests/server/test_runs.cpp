@@ -306,7 +306,7 @@ TEST_CASE("server runs: cancel during a slow node interrupts it and writes nothi
 }
 
 TEST_CASE("server runs: the four multitask strategies under concurrent requests") {
-  Served s({.run_workers = 4});
+  Served s({.sync_node_workers = 4});
   const auto start_slow = [&](const std::string& t) {
     const json run = s.post_json("/threads/" + t + "/runs", run_body("sleep:30000"));
     const std::string path = "/threads/" + t + "/runs/" + run["run_id"].get<std::string>();

@@ -31,7 +31,7 @@ TEST_CASE("server soak (short): concurrent clients on many threads, each thread 
   sg::ServerOptions options;
   options.checkpointer = sg::RocksDbSaver::open(dir.sub("checkpoints"));
   options.records = sg::RocksDbStore::open(dir.sub("records"));
-  options.run_workers = 4;
+  options.sync_node_workers = 4;
   Served s(options);
   std::vector<std::string> threads;
   for (int i = 0; i < kThreads; ++i) threads.push_back(s.new_thread());

@@ -2,6 +2,7 @@
 // A graph as the server sees it: JSON in, JSON out, whatever its state type. Make one with
 // served_graph() and give it to Server::add_graph().
 
+#include <stategraph/core/async.hpp>
 #include <stategraph/core/compiled_graph.hpp>
 #include <stategraph/core/state_graph.hpp>
 #include <stategraph/core/update.hpp>
@@ -98,6 +99,11 @@ class ServedGraph {
   /// code kInvalidArgument for input that does not fit the state).
   [[nodiscard]] virtual ServedRunResult run(ServedRun run) const = 0;
 
+  /// run() as a coroutine on the caller's executor (CompiledGraph::astream): coroutine nodes
+  /// wait without holding a thread, plain nodes run where `run.config.plain_node_pool` says.
+  /// `on_event` is called on the run's strand. Throws what run() throws.
+  [[nodiscard]] virtual boost::asio::awaitable<ServedRunResult> arun(ServedRun run) const = 0;
+
   /// The thread's state at `config` (CompiledGraph::get_state); nullopt without checkpoints.
   [[nodiscard]] virtual std::optional<ServedSnapshot> state(const RunConfig& config) const = 0;
 
@@ -182,13 +188,65 @@ class ServedCompiledGraph final : public ServedGraph {
   }
 
   [[nodiscard]] ServedRunResult run(ServedRun run) const override {
-    auto sink = [&run](const StreamEvent<S>& e) {
-      if (run.wants_events && !run.wants_events()) {
+    auto sink = event_sink(run);
+    RunResult<S> result;
+    if (!run.command.is_null()) {
+      result = graph_.stream(command_from_json<S>(run.command), run.config, run.modes, sink);
+    } else if (!run.input.is_null()) {
+      result = graph_.stream(update_from_json<S>(run.input), run.config, run.modes, sink);
+    } else {
+      result = graph_.stream(std::nullopt, run.config, run.modes, sink);
+    }
+    return served_result(std::move(result));
+  }
+
+  [[nodiscard]] boost::asio::awaitable<ServedRunResult> arun(ServedRun run) const override {
+    auto sink = event_sink(run);
+    // Results bound to named locals: g++ 12 miscompiles co_await inside expressions.
+    RunResult<S> result;
+    if (!run.command.is_null()) {
+      Command<S> command = command_from_json<S>(run.command);
+      result = co_await graph_.astream(std::move(command), run.config, run.modes, sink);
+    } else if (!run.input.is_null()) {
+      Update<S> input = update_from_json<S>(run.input);
+      result = co_await graph_.astream(std::move(input), run.config, run.modes, sink);
+    } else {
+      result = co_await graph_.astream(std::nullopt, run.config, run.modes, sink);
+    }
+    co_return served_result(std::move(result));
+  }
+
+  [[nodiscard]] std::optional<ServedSnapshot> state(const RunConfig& config) const override {
+    auto snapshot = graph_.get_state(config);
+    if (!snapshot) return std::nullopt;
+    return served_snapshot(*std::move(snapshot));
+  }
+
+  [[nodiscard]] std::vector<ServedSnapshot> history(const RunConfig& config,
+                                                    ListOptions options) const override {
+    std::vector<ServedSnapshot> out;
+    for (auto& s : graph_.get_state_history(config, std::move(options))) {
+      out.push_back(served_snapshot(std::move(s)));
+    }
+    return out;
+  }
+
+  CheckpointConfig update_state(const RunConfig& config, const nlohmann::json& values,
+                                std::optional<std::string> as_node) const override {
+    Update<S> update = values.is_null() ? Update<S>{} : update_from_json<S>(values);
+    return graph_.update_state(config, std::move(update), std::move(as_node));
+  }
+
+ private:
+  /// The stream callback of a run: StreamEvent<S> to ServedEvent, for `run.on_event`.
+  static std::function<void(const StreamEvent<S>&)> event_sink(const ServedRun& run) {
+    return [on_event = run.on_event, wants = run.wants_events](const StreamEvent<S>& e) {
+      if (wants && !wants()) {
         // Still tell whether the run stopped at an interrupt (the last values chunk).
         if (e.mode == StreamMode::values && e.ns.empty()) {
           ServedEvent bare;
           bare.interrupts = e.interrupts;
-          run.on_event(std::move(bare));
+          on_event(std::move(bare));
         }
         return;
       }
@@ -218,42 +276,15 @@ class ServedCompiledGraph final : public ServedGraph {
           out.data = e.data;
           break;
       }
-      run.on_event(std::move(out));
+      on_event(std::move(out));
     };
-    RunResult<S> result;
-    if (!run.command.is_null()) {
-      result = graph_.stream(command_from_json<S>(run.command), run.config, run.modes, sink);
-    } else if (!run.input.is_null()) {
-      result = graph_.stream(update_from_json<S>(run.input), run.config, run.modes, sink);
-    } else {
-      result = graph_.stream(std::nullopt, run.config, run.modes, sink);
-    }
+  }
+
+  static ServedRunResult served_result(RunResult<S>&& result) {
     return {state_to_json(result.state), result.interrupted(), std::move(result.interrupts),
             std::move(result.next)};
   }
 
-  [[nodiscard]] std::optional<ServedSnapshot> state(const RunConfig& config) const override {
-    auto snapshot = graph_.get_state(config);
-    if (!snapshot) return std::nullopt;
-    return served_snapshot(*std::move(snapshot));
-  }
-
-  [[nodiscard]] std::vector<ServedSnapshot> history(const RunConfig& config,
-                                                    ListOptions options) const override {
-    std::vector<ServedSnapshot> out;
-    for (auto& s : graph_.get_state_history(config, std::move(options))) {
-      out.push_back(served_snapshot(std::move(s)));
-    }
-    return out;
-  }
-
-  CheckpointConfig update_state(const RunConfig& config, const nlohmann::json& values,
-                                std::optional<std::string> as_node) const override {
-    Update<S> update = values.is_null() ? Update<S>{} : update_from_json<S>(values);
-    return graph_.update_state(config, std::move(update), std::move(as_node));
-  }
-
- private:
   CompiledGraph<S> graph_;
 };
 
@@ -288,6 +319,9 @@ class ServedStateGraph final : public ServedGraph {
   }
   [[nodiscard]] ServedRunResult run(ServedRun run) const override {
     return unbound_.run(std::move(run));
+  }
+  [[nodiscard]] boost::asio::awaitable<ServedRunResult> arun(ServedRun run) const override {
+    return unbound_.arun(std::move(run));
   }
   [[nodiscard]] std::optional<ServedSnapshot> state(const RunConfig& config) const override {
     return unbound_.state(config);

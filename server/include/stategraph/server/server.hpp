@@ -62,8 +62,13 @@ struct ServerOptions {
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
   /// Threads running the network and the handlers.
   int threads = 1;
-  /// Threads that run graphs (a run holds one while its nodes compute).
-  std::size_t run_workers = 8;
+  /// Runs executing at once; the runs past it wait in order (pending). Runs execute as
+  /// coroutines (ServedGraph::arun): one that waits on a coroutine node (a model, a tool, a
+  /// timer) holds no thread.
+  std::size_t max_runs = 10000;
+  /// Threads that run the plain (synchronous) nodes of every run (RunConfig::plain_node_pool),
+  /// and the blocking database work of a cluster's runs.
+  std::size_t sync_node_workers = 8;
   /// Where graphs given as a StateGraph keep their threads' checkpoints; null: an InMemorySaver.
   std::shared_ptr<Checkpointer> checkpointer{};
   /// The long-term memory of the /store endpoints and of graphs given as a StateGraph; null: an
