@@ -250,10 +250,13 @@ class ThreadRegistry {
   std::function<std::shared_ptr<void>(const std::string&)> shared_lock_;
 };
 
-/// How many runs execute at once, and the threads of their plain nodes (ServerOptions).
+/// Where runs execute, how many at once, and the threads of their plain nodes (ServerOptions).
 struct RunLimits {
   std::size_t max_runs = 10000;
   std::size_t sync_workers = 8;
+  /// The executor runs execute on (the server's); none: the RunManager runs one of its own,
+  /// with a thread per core.
+  std::optional<boost::asio::any_io_executor> executor{};
 };
 
 /// A registered graph and its system assistant.

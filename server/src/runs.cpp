@@ -189,7 +189,7 @@ std::vector<std::shared_ptr<RunManager::Run>> RunManager::take_ready_locked() {
 }
 
 void RunManager::launch(std::shared_ptr<Run> run) {
-  boost::asio::co_spawn(state_->io, execute(std::move(run)), [](const std::exception_ptr& e) {
+  boost::asio::co_spawn(state_->executor, execute(std::move(run)), [](const std::exception_ptr& e) {
     if (e) std::rethrow_exception(e);  // execute() catches what a run throws: a bug, as a crash
   });
 }

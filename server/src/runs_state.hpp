@@ -5,6 +5,7 @@
 
 #include <stategraph/core/thread_pool.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
@@ -17,6 +18,8 @@
 #include <deque>
 #include <exception>
 #include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
@@ -55,12 +58,20 @@ struct RunManager::State {
   explicit State(const RunLimits& limits)
       : max_runs(std::max<std::size_t>(limits.max_runs, 1)),
         plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
+    if (limits.executor) {
+      executor = *limits.executor;
+      return;
+    }
+    own_io = std::make_unique<boost::asio::io_context>();
+    work.emplace(own_io->get_executor());
+    executor = own_io->get_executor();
     const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i < cores; ++i) io_threads.emplace_back([this] { io.run(); });
+    for (unsigned i = 0; i < cores; ++i) io_threads.emplace_back([this] { own_io->run(); });
   }
   ~State() {
+    if (!own_io) return;
     work.reset();
-    io.stop();
+    own_io->stop();
     for (auto& t : io_threads) t.join();
   }
   State(const State&) = delete;
@@ -87,10 +98,12 @@ struct RunManager::State {
   // here in order.
   const std::size_t max_runs;
   std::deque<std::weak_ptr<Run>> ready;
-  // Runs execute as coroutines on `io` (one thread per core); their plain nodes, and the
-  // blocking database work of a cluster's runs, on `plain_nodes`.
-  boost::asio::io_context io;
-  boost::asio::executor_work_guard<boost::asio::io_context::executor_type> work{io.get_executor()};
+  // Runs execute as coroutines on `executor`: the server's, or `own_io` (one thread per core)
+  // without a server; their plain nodes, and the blocking database work of a cluster's runs, on
+  // `plain_nodes`.
+  boost::asio::any_io_executor executor;
+  std::unique_ptr<boost::asio::io_context> own_io;
+  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
   std::vector<std::thread> io_threads;
   std::shared_ptr<ThreadPool> plain_nodes;
 };

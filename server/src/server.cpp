@@ -435,7 +435,7 @@ void Server::start() {
     for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
     impl_->api = std::make_unique<server::Api>(
         std::move(bound), options.records, options.store,
-        server::RunLimits{options.max_runs, options.sync_node_workers},
+        server::RunLimits{options.max_runs, options.sync_node_workers, impl_->io.get_executor()},
         options.cluster.conninfo.empty() ? nullptr : &options.cluster);
   } catch (...) {
     acceptor.close();
@@ -453,6 +453,9 @@ void Server::start() {
 
 void Server::stop() {
   if (!impl_->running) return;
+  // The runs execute on the server's threads: they are cancelled and waited for first, while
+  // those threads still run them (requests meanwhile get 503).
+  impl_->api->shutdown();
   // The acceptor is not thread-safe: close it once no thread runs the io_context any more (its
   // pending accept then ends with operation_aborted if the server starts again).
   impl_->io.stop();
@@ -460,7 +463,7 @@ void Server::stop() {
   impl_->threads.clear();
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
-  impl_->api.reset();  // cancels the runs still going and waits for them
+  impl_->api.reset();
   impl_->running = false;
 }
 

@@ -91,7 +91,23 @@ struct AsyncLoop {
   static boost::asio::awaitable<void> execute(ExecutorCore& core) {
     core.begin_tasks();
     if (core.run_single_task()) co_return;
+    // A coroutine task alone in its step, when nothing it streams is delivered before the step
+    // ends (no custom or messages mode, no subgraph events): its first attempt is awaited here
+    // rather than spawned, so the loop needs no wake-up when it ends. Otherwise the loop stays
+    // free to deliver what the task streams as it comes.
+    const RunShared& shared = *core.shared_;
+    core.await_lone_attempt_ = core.tasks_.size() == 1 && !core.tasks_[0].restored &&
+                               core.spawns(core.tasks_[0]) && !core.is_timed(core.tasks_[0]) &&
+                               !shared.stream_custom && !shared.stream_messages &&
+                               !shared.deliver_child;
     core.start_batch();
+    core.await_lone_attempt_ = false;
+    if (auto attempt = std::move(core.lone_attempt_)) {
+      auto scope = std::make_shared<TaskScope>(std::move(attempt), core.shared_);
+      ScopedExecutor executor(core.async_->strand, scope);
+      co_await boost::asio::co_spawn(executor, run_attempt(std::move(scope)),
+                                     boost::asio::use_awaitable);
+    }
     AsyncState& state = *core.async_;
     for (;;) {
       auto wake = std::chrono::steady_clock::now();
@@ -144,6 +160,10 @@ boost::asio::awaitable<StepsOutcome> run_steps_async(ExecutorCore& core, bool sk
 }
 
 void ExecutorCore::spawn_attempt(const std::shared_ptr<NodeAttempt>& attempt) {
+  if (await_lone_attempt_) {
+    lone_attempt_ = attempt;
+    return;
+  }
   auto scope = std::make_shared<TaskScope>(attempt, shared_);
   ScopedExecutor executor(async_->strand, scope);
   boost::asio::co_spawn(executor, AsyncLoop::run_attempt(std::move(scope)), boost::asio::detached);

@@ -516,7 +516,10 @@ class ExecutorCore {
   std::shared_ptr<Batch> batch_;  // the step's claimable tasks
   bool deliver_promptly_ = false;
   std::shared_ptr<AsyncState> async_;  // an asynchronous run's (see spawns())
-  StepsOutcome outcome_;               // how the supersteps ended (before_tasks, after_tasks)
+  // A lone coroutine task's first attempt, awaited by the loop instead of spawned (async.cpp).
+  bool await_lone_attempt_ = false;
+  std::shared_ptr<NodeAttempt> lone_attempt_;
+  StepsOutcome outcome_;  // how the supersteps ended (before_tasks, after_tasks)
   std::vector<AttemptSlot> attempts_;
   std::vector<char> changed_;  // per field: written since the last checkpoint
 
