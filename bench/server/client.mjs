@@ -3,10 +3,19 @@
 // official langgraphjs dev server): the same requests, the same measurement. Prints one JSON
 // line per scenario on stdout; progress goes to stderr. run.sh starts the servers and calls it.
 //
-//   node client.mjs URL [--pid PID] [--scenarios wait,first_event,idle_threads,open_streams]
+//   node client.mjs URL[,URL...] [--pid PID[,PID...]]
+//        [--scenarios wait,first_event,idle_threads,open_streams,model_streams]
 //        [--client http|sdk] [--duration S] [--warmup S] [--concurrency 1,16,256]
 //        [--turns-per-thread N] [--first-events N] [--idle-threads N] [--streams N]
-//        [--stream-sleep-ms MS] [--stream-timeout S] [--assistant ID] [--label NAME]
+//        [--stream-sleep-ms MS] [--stream-timeout S] [--assistant ID] [--input TEXT]
+//        [--model-stats URL] [--label NAME]
+//
+// Several URLs: servers that share one database (docs/scale-out.md); virtual client i sends its
+// runs to URL i mod n (threads are created on the first). Several PIDs: their memory and CPU are
+// summed. --input: the text of every run (default "hi"); the answer must end with the AI message
+// "echo: TEXT". --model-stats: the base URL of a loopback model (sg-loopback-openai) whose
+// requests in flight each wait level and model_streams report (GET URL/stats, POST
+// URL/stats/reset at the start of the window).
 //
 // Scenarios (all on the echo graph of shared/reference/langgraph-server-api.md §0):
 //   wait          for each concurrency C: C virtual clients in this process, each with a thread
@@ -24,6 +33,10 @@
 //                 "sleep:<--stream-sleep-ms>" (on_disconnect cancel); waits until every stream
 //                 has had its metadata event (or --stream-timeout), reads the server's RSS and
 //                 threads, closes every stream (abort), and checks that the server still answers.
+//   model_streams --streams runs.stream at once (stream_mode messages-tuple and values) on as
+//                 many threads, with --input: time from sending each request to its first token
+//                 (a messages event with text, or else the values event holding the answer) and
+//                 to the end of the stream; every answer is checked as in wait. http client only.
 //
 // --client http (default): undici 6.24.1 request() on one keep-alive Agent (no connection limit),
 //   the lightest Node client, so that as much of the 2 cores as possible is left to the server.
@@ -49,7 +62,7 @@ function opt(name, fallback) {
 const valued = new Set([
   "--pid", "--pgid", "--scenarios", "--client", "--duration", "--warmup", "--concurrency",
   "--turns-per-thread", "--first-events", "--idle-threads", "--streams", "--stream-sleep-ms",
-  "--stream-timeout", "--assistant", "--label",
+  "--stream-timeout", "--assistant", "--input", "--model-stats", "--label",
 ]);
 const positional = argv.filter((a, i) => !a.startsWith("--") && !valued.has(argv[i - 1]));
 for (const a of argv) {
@@ -59,8 +72,9 @@ if (positional.length !== 1) {
   console.error("usage: node client.mjs URL [--pid PID] [--scenarios a,b] [options] (see the header)");
   process.exit(2);
 }
-const BASE = positional[0].replace(/\/+$/, "");
-const PID = opt("--pid", "") ? Number(opt("--pid")) : null;
+const BASES = positional[0].split(",").map((u) => u.replace(/\/+$/, ""));
+const BASE = BASES[0];
+const PIDS = opt("--pid", "") ? opt("--pid").split(",").map(Number) : [];
 const PGID = opt("--pgid", "") ? Number(opt("--pgid")) : null;
 const SCENARIOS = opt("--scenarios", "wait,first_event,idle_threads,open_streams").split(",");
 const CLIENT = opt("--client", "http");
@@ -74,10 +88,12 @@ const STREAMS = Number(opt("--streams", "1000"));
 const STREAM_SLEEP_MS = Number(opt("--stream-sleep-ms", "30000"));
 const STREAM_TIMEOUT_S = Number(opt("--stream-timeout", "60"));
 const ASSISTANT = opt("--assistant", "agent");
+const INPUT = opt("--input", "hi");
+const MODEL_STATS = opt("--model-stats", null)?.replace(/\/+$/, "") ?? null;
 const LABEL = opt("--label", null);
 if (!["http", "sdk"].includes(CLIENT)) throw new Error("--client is http or sdk");
 for (const s of SCENARIOS) {
-  if (!["wait", "first_event", "idle_threads", "open_streams"].includes(s)) {
+  if (!["wait", "first_event", "idle_threads", "open_streams", "model_streams"].includes(s)) {
     throw new Error(`unknown scenario ${s}`);
   }
 }
@@ -107,10 +123,26 @@ function latencyStats(values) {
   };
 }
 
-// The server process as /proc shows it: memory (MB), threads, CPU seconds.
+// The server processes as /proc shows them: memory (MB), threads, CPU seconds; summed over
+// several (with `processes`).
 const CLK_TCK = 100;
 function serverProc() {
-  if (!PID) return null;
+  if (PIDS.length === 0) return null;
+  if (PIDS.length === 1) return oneProc(PIDS[0]);
+  const each = PIDS.map(oneProc);
+  const failed = each.find((p) => p.error);
+  if (failed) return failed;
+  const sum = (key) => r2(each.reduce((a, p) => a + (p[key] ?? 0), 0));
+  return {
+    processes: each.length,
+    rss_mb: sum("rss_mb"),
+    hwm_mb: sum("hwm_mb"),
+    anon_mb: sum("anon_mb"),
+    threads: sum("threads"),
+    cpu_s: sum("cpu_s"),
+  };
+}
+function oneProc(PID) {
   try {
     const status = fs.readFileSync(`/proc/${PID}/status`, "utf8");
     const kb = (key) => {
@@ -161,6 +193,25 @@ const clientCpuS = (since) => {
   const d = process.cpuUsage(since);
   return (d.user + d.system) / 1e6;
 };
+
+// The loopback model's request counters (--model-stats): reset at a window's start, read at its
+// end.
+async function modelStats(reset) {
+  if (!MODEL_STATS) return null;
+  try {
+    const res = await request(MODEL_STATS + (reset ? "/stats/reset" : "/stats"), {
+      method: reset ? "POST" : "GET",
+      dispatcher: agent,
+    });
+    return await res.body.json();
+  } catch (err) {
+    return { error: String(err?.message ?? err) };
+  }
+}
+function modelWindow(before, after) {
+  if (!before || !after || before.error || after.error) return after ?? null;
+  return { requests: after.requests - before.requests, max_in_flight: after.max_in_flight };
+}
 
 // Counts errors by kind, keeping the first message of each kind.
 class Errors {
@@ -215,8 +266,8 @@ class HttpError extends Error {
   }
 }
 
-async function httpJson(method, path, body) {
-  const res = await request(BASE + path, {
+async function httpJson(method, path, body, base = BASE) {
+  const res = await request(base + path, {
     method,
     dispatcher: agent,
     headers: body === undefined ? {} : { "content-type": "application/json" },
@@ -228,12 +279,40 @@ async function httpJson(method, path, body) {
   return JSON.parse(text); // leading "\n" keep-alives (both servers send them on waits) are fine
 }
 
+// A minimal SSE reader over a response body: events are blocks ended by a blank line; ":" lines
+// are comments (heartbeats). Yields {event, data: [lines]}.
+async function* sseEvents(body) {
+  let buf = "";
+  body.setEncoding("utf8");
+  for await (const chunk of body) {
+    buf += chunk;
+    for (;;) {
+      const m = /\r\n\r\n|\n\n|\r\r/.exec(buf);
+      if (!m) break;
+      const block = buf.slice(0, m.index);
+      buf = buf.slice(m.index + m[0].length);
+      let event = null;
+      const data = [];
+      for (const line of block.split(/\r\n|\n|\r/)) {
+        if (line.startsWith(":")) continue;
+        const c = line.indexOf(":");
+        const field = c < 0 ? line : line.slice(0, c);
+        const value = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
+        if (field === "event") event = value;
+        else if (field === "data") data.push(value);
+      }
+      if (event === null && data.length === 0) continue;
+      yield { event, data };
+    }
+  }
+}
+
 // The operations the scenarios use, over raw HTTP or over the SDK. runs.wait and runs.stream
 // send the bodies the SDK sends.
-function makeApi(kind) {
+function makeApi(kind, base = BASE) {
   if (kind === "sdk") {
     const client = new Client({
-      apiUrl: BASE,
+      apiUrl: base,
       apiKey: null,
       callerOptions: { maxRetries: 0, maxConcurrency: Infinity },
     });
@@ -268,12 +347,14 @@ function makeApi(kind) {
     };
   }
   return {
-    createThread: async () => (await httpJson("POST", "/threads", { metadata: {} })).thread_id,
+    createThread: async () => (await httpJson("POST", "/threads", { metadata: {} }, base)).thread_id,
     wait: (tid, content) =>
-      httpJson("POST", `/threads/${tid}/runs/wait`, {
-        assistant_id: ASSISTANT,
-        input: human(content),
-      }),
+      httpJson(
+        "POST",
+        `/threads/${tid}/runs/wait`,
+        { assistant_id: ASSISTANT, input: human(content) },
+        base,
+      ),
     stream(tid, content, { signal, onDisconnect } = {}) {
       let first;
       let gotHeaders;
@@ -282,7 +363,7 @@ function makeApi(kind) {
       const done = (async () => {
         let n = 0;
         try {
-          const res = await request(`${BASE}/threads/${tid}/runs/stream`, {
+          const res = await request(`${base}/threads/${tid}/runs/stream`, {
             method: "POST",
             dispatcher: agent,
             signal,
@@ -302,35 +383,13 @@ function makeApi(kind) {
           if (!String(ctype).startsWith("text/event-stream")) {
             throw new Error(`stream: content-type ${ctype}`);
           }
-          // A minimal SSE reader: events are blocks ended by a blank line; ":" lines are
-          // comments (heartbeats).
-          let buf = "";
-          res.body.setEncoding("utf8");
-          for await (const chunk of res.body) {
-            buf += chunk;
-            for (;;) {
-              const m = /\r\n\r\n|\n\n|\r\r/.exec(buf);
-              if (!m) break;
-              const block = buf.slice(0, m.index);
-              buf = buf.slice(m.index + m[0].length);
-              let event = null;
-              const data = [];
-              for (const line of block.split(/\r\n|\n|\r/)) {
-                if (line.startsWith(":")) continue;
-                const c = line.indexOf(":");
-                const field = c < 0 ? line : line.slice(0, c);
-                const value = c < 0 ? "" : line.slice(c + 1).replace(/^ /, "");
-                if (field === "event") event = value;
-                else if (field === "data") data.push(value);
-              }
-              if (event === null && data.length === 0) continue;
-              if (n++ === 0) {
-                let parsed = null;
-                try {
-                  parsed = data.length ? JSON.parse(data.join("\n")) : null;
-                } catch {}
-                first.resolve({ event, data: parsed });
-              }
+          for await (const ev of sseEvents(res.body)) {
+            if (n++ === 0) {
+              let parsed = null;
+              try {
+                parsed = ev.data.length ? JSON.parse(ev.data.join("\n")) : null;
+              } catch {}
+              first.resolve({ event: ev.event, data: parsed });
             }
           }
           if (n === 0) throw new Error("the stream ended without an event");
@@ -385,7 +444,11 @@ async function waitAt(c) {
   if (created.errors.total) {
     return { concurrency: c, failed: "threads.create failed", errors: created.errors };
   }
-  const apis = CLIENT === "sdk" ? Array.from({ length: c }, () => makeApi("sdk")) : null;
+  const byBase = BASES.map((b) => makeApi("http", b));
+  const apis =
+    CLIENT === "sdk"
+      ? Array.from({ length: c }, (_, i) => makeApi("sdk", BASES[i % BASES.length]))
+      : Array.from({ length: c }, (_, i) => byBase[i % BASES.length]);
   const errors = new Errors();
   const lat = [];
   let completed = 0;
@@ -398,7 +461,7 @@ async function waitAt(c) {
   const tEnd = tMeasure + DURATION_S * 1000;
 
   const clientLoop = async (i) => {
-    const a = apis ? apis[i] : api;
+    const a = apis[i];
     let tid = created.ids[i];
     let turns = 0;
     while (!stop) {
@@ -415,8 +478,8 @@ async function waitAt(c) {
       }
       const t0 = performance.now();
       try {
-        const values = await a.wait(tid, "hi");
-        const nmsg = checkEcho(values, "hi");
+        const values = await a.wait(tid, INPUT);
+        const nmsg = checkEcho(values, INPUT);
         const t1 = performance.now();
         turns += 1;
         if (t1 >= tMeasure && t1 < tEnd) {
@@ -435,17 +498,19 @@ async function waitAt(c) {
   };
 
   // Window bookkeeping: CPU and server state at the start and the end of the measured window.
-  let cpu0, srv0, cpu1, srv1, wall0, wall1;
+  let cpu0, srv0, cpu1, srv1, wall0, wall1, model0, model1;
   const marks = (async () => {
     await pause(Math.max(0, tMeasure - performance.now()));
     measuring = true;
     cpu0 = process.cpuUsage();
     srv0 = serverProc();
     wall0 = performance.now();
+    model0 = await modelStats(true);
     await pause(Math.max(0, tEnd - performance.now()));
     wall1 = performance.now();
     cpu1 = clientCpuS(cpu0);
     srv1 = serverProc();
+    model1 = await modelStats(false);
     stop = true;
   })();
   await Promise.all([marks, ...Array.from({ length: c }, (_, i) => clientLoop(i))]);
@@ -474,6 +539,8 @@ async function waitAt(c) {
       server_ms_per_run: completed && serverCpu != null ? r3((serverCpu * 1000) / completed) : null,
     },
     server_after: serverProc(),
+    server_in_window: srv1,
+    model: modelWindow(model0, model1),
     load1: r2(os.loadavg()[0]),
   };
 }
@@ -486,7 +553,8 @@ async function scenarioWait() {
     log(
       `wait c=${c}: ${r.runs_per_s} runs/s, p50 ${r.latency?.p50_ms} ms, p99 ${r.latency?.p99_ms} ms, ` +
         `errors ${r.errors?.total}, client CPU ${r.cpu?.client_of_one_core} of a core, ` +
-        `server ${r.cpu?.server_of_cores} cores`,
+        `server ${r.cpu?.server_of_cores} cores` +
+        (r.model ? `, model requests in flight at most ${r.model.max_in_flight}` : ""),
     );
     levels.push(r);
   }
@@ -645,7 +713,7 @@ async function scenarioOpenStreams() {
   const tHealth = performance.now();
   try {
     const tid = await api.createThread();
-    checkEcho(await api.wait(tid, "hi"), "hi");
+    checkEcho(await api.wait(tid, INPUT), INPUT);
     healthy = { ok: true, wait_ms: r1(performance.now() - tHealth) };
   } catch (err) {
     healthy = { ok: false, error: String(err?.message ?? err).slice(0, 300) };
@@ -683,12 +751,99 @@ async function scenarioOpenStreams() {
   };
 }
 
+// ------------------------------------------------------------------------------- model_streams
+// One runs.stream (messages-tuple and values) with --input, read to its end: the time to its first
+// token and to its end, and the final values.
+async function modelStream(base, tid, t0) {
+  const res = await request(`${base}/threads/${tid}/runs/stream`, {
+    method: "POST",
+    dispatcher: agent,
+    headers: { "content-type": "application/json", accept: "text/event-stream" },
+    body: JSON.stringify({
+      assistant_id: ASSISTANT,
+      input: human(INPUT),
+      stream_mode: ["messages-tuple", "values"],
+    }),
+  });
+  if (res.statusCode !== 200) {
+    throw new HttpError(res.statusCode, await res.body.text(), `/threads/${tid}/runs/stream`);
+  }
+  let firstToken = null;
+  let values = null;
+  for await (const ev of sseEvents(res.body)) {
+    if (ev.event === "error") throw new Error(`error event: ${ev.data.join("\n").slice(0, 200)}`);
+    if (ev.event !== "messages" && ev.event !== "values") continue;
+    const data = JSON.parse(ev.data.join("\n"));
+    if (ev.event === "values") values = data;
+    if (firstToken !== null) continue;
+    const text = ev.event === "messages" ? data?.[0]?.content : null;
+    const last = ev.event === "values" ? data?.messages?.at(-1) : null;
+    if ((typeof text === "string" && text.length > 0) || last?.type === "ai") {
+      firstToken = performance.now() - t0;
+    }
+  }
+  checkEcho(values, INPUT);
+  return { firstToken, end: performance.now() - t0 };
+}
+
+async function scenarioModelStreams() {
+  log(`model_streams: ${STREAMS} threads, then ${STREAMS} streams at once`);
+  const created = await createThreads(STREAMS);
+  if (created.errors.total) {
+    return { scenario: "model_streams", failed: "threads.create failed", errors: created.errors.toJSON() };
+  }
+  await pause(1000);
+  const before = serverProc();
+  const model0 = await modelStats(true);
+  const errors = new Errors();
+  const first = [];
+  const end = [];
+  const t0 = performance.now();
+  let peak = before;
+  const sampler = setInterval(() => {
+    const now = serverProc();
+    if (now?.rss_mb != null && (peak?.rss_mb == null || now.rss_mb > peak.rss_mb)) peak = now;
+  }, 200);
+  await Promise.all(
+    created.ids.map(async (tid, i) => {
+      try {
+        const r = await modelStream(BASES[i % BASES.length], tid, t0);
+        if (r.firstToken !== null) first.push(r.firstToken);
+        end.push(r.end);
+      } catch (err) {
+        errors.add(errorKind(err), err?.message ?? err);
+      }
+    }),
+  );
+  clearInterval(sampler);
+  const allS = (performance.now() - t0) / 1000;
+  const model1 = await modelStats(false);
+  log(
+    `model_streams: ${end.length} ended in ${r2(allS)} s, first token p50 ${latencyStats(first).p50_ms} ms, ` +
+      `end p99 ${latencyStats(end).p99_ms} ms, ${errors.total} errors`,
+  );
+  return {
+    scenario: "model_streams",
+    streams: STREAMS,
+    input: INPUT,
+    all_ended_s: r2(allS),
+    first_token: latencyStats(first),
+    whole_stream: latencyStats(end),
+    errors: errors.toJSON(),
+    model: modelWindow(model0, model1),
+    server_before: before,
+    server_peak: peak,
+    rss_mb: peak?.rss_mb ?? null,
+  };
+}
+
 // ------------------------------------------------------------------------------- main
 const RUNNERS = {
   wait: scenarioWait,
   first_event: scenarioFirstEvent,
   idle_threads: scenarioIdleThreads,
   open_streams: scenarioOpenStreams,
+  model_streams: scenarioModelStreams,
 };
 try {
   const ok = await httpJson("GET", "/ok");

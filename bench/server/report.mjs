@@ -4,6 +4,8 @@
 //        [--client K] [--turns N]      one JSON object (one line) from client.mjs's lines
 //   node report.mjs table RESULTS.jsonl  a markdown table: each server, and stategraph /
 //                                        reference with the targets of the issue
+//   node report.mjs models RESULTS.jsonl models.sh's lines as markdown tables: runs.wait per
+//                                        storage, graph and concurrency; the concurrent streams
 import fs from "node:fs";
 import os from "node:os";
 
@@ -62,6 +64,36 @@ if (mode === "combine") {
     out.problems.push({ scenario: "open_streams", note: "no working runs.wait after the streams closed", detail: os_.healthy_after });
   }
   console.log(JSON.stringify(out));
+  process.exit(0);
+}
+
+if (mode === "models") {
+  const all = lines(file);
+  const s1 = (ms) => (ms == null ? "—" : (ms / 1000).toFixed(2));
+  const where = (r) => `${r.server} | ${r.storage} | ${r.graph}`;
+  console.log("| server | storage | graph | clients | runs/s | p50 s | p99 s | errors | model in flight (max) | RSS MB |");
+  console.log("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of all.filter((x) => x.scenario === "wait")) {
+    for (const l of r.levels ?? []) {
+      console.log(
+        `| ${where(r)} | ${l.concurrency} | ${l.runs_per_s ?? "—"} | ${s1(l.latency?.p50_ms)} | ` +
+          `${s1(l.latency?.p99_ms)} | ${l.errors?.total ?? "—"} | ${l.model?.max_in_flight ?? "—"} | ` +
+          `${l.server_in_window?.rss_mb ?? "—"} |`,
+      );
+    }
+  }
+  console.log("");
+  console.log("| server | storage | graph | streams | first token p50 / p99 s | end p50 / p99 s | all ended s | errors | model in flight (max) | RSS peak MB |");
+  console.log("|---|---|---|---:|---:|---:|---:|---:|---:|---:|");
+  for (const r of all.filter((x) => x.scenario === "model_streams")) {
+    console.log(
+      `| ${where(r)} | ${r.streams} | ${s1(r.first_token?.p50_ms)} / ${s1(r.first_token?.p99_ms)} | ` +
+        `${s1(r.whole_stream?.p50_ms)} / ${s1(r.whole_stream?.p99_ms)} | ${r.all_ended_s} | ` +
+        `${r.errors?.total ?? "—"} | ${r.model?.max_in_flight ?? "—"} | ${r.rss_mb ?? "—"} |`,
+    );
+  }
+  const problems = all.filter((x) => !["wait", "model_streams"].includes(x.scenario));
+  for (const p of problems) console.log(`\nproblem: ${JSON.stringify(p).slice(0, 500)}`);
   process.exit(0);
 }
 
