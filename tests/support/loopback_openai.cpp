@@ -152,27 +152,46 @@ nlohmann::json completion_from_pieces(const nlohmann::json& request, const std::
           {"usage", usage_of(request, pieces.size())}};
 }
 
-std::vector<nlohmann::json> chunks_from_pieces(const nlohmann::json& request, const std::string& id,
-                                               const std::vector<std::string>& pieces) {
-  const nlohmann::json base = {{"id", id},
-                               {"object", "chat.completion.chunk"},
-                               {"created", 1700000000},
-                               {"model", model_of(request)}};
-  std::vector<nlohmann::json> events;
-  auto event = [&](nlohmann::json delta, nlohmann::json finish) {
-    nlohmann::json e = base;
+/// The chat.completion.chunk events of one streamed reply to `request`: add() one per delta,
+/// then take() them with the closing usage event.
+class ChunkEvents {
+ public:
+  ChunkEvents(const nlohmann::json& request, const std::string& id)
+      : request_(request),
+        base_{{"id", id},
+              {"object", "chat.completion.chunk"},
+              {"created", 1700000000},
+              {"model", model_of(request)}} {}
+
+  void add(nlohmann::json delta, nlohmann::json finish) {
+    nlohmann::json e = base_;
     e["choices"] = {
         {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}};
-    events.push_back(std::move(e));
-  };
-  event({{"role", "assistant"}, {"content", ""}}, nullptr);
-  for (const auto& p : pieces) event({{"content", p}}, nullptr);
-  event(nlohmann::json::object(), "stop");
-  nlohmann::json usage = base;
-  usage["choices"] = nlohmann::json::array();
-  usage["usage"] = usage_of(request, pieces.size());
-  events.push_back(std::move(usage));
-  return events;
+    events_.push_back(std::move(e));
+  }
+
+  /// The events, the last one the usage of a reply of `completion` tokens.
+  std::vector<nlohmann::json> take(std::size_t completion) {
+    nlohmann::json usage = base_;
+    usage["choices"] = nlohmann::json::array();
+    usage["usage"] = usage_of(request_, completion);
+    events_.push_back(std::move(usage));
+    return std::move(events_);
+  }
+
+ private:
+  const nlohmann::json& request_;
+  nlohmann::json base_;
+  std::vector<nlohmann::json> events_;
+};
+
+std::vector<nlohmann::json> chunks_from_pieces(const nlohmann::json& request, const std::string& id,
+                                               const std::vector<std::string>& pieces) {
+  ChunkEvents events(request, id);
+  events.add({{"role", "assistant"}, {"content", ""}}, nullptr);
+  for (const auto& p : pieces) events.add({{"content", p}}, nullptr);
+  events.add(nlohmann::json::object(), "stop");
+  return events.take(pieces.size());
 }
 
 bool wants_stream(const nlohmann::json& request) {
@@ -310,30 +329,16 @@ nlohmann::json tool_call_completion(const nlohmann::json& request, const std::st
 
 std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request, const std::string& id,
                                              const std::string& name, const nlohmann::json& args) {
-  const nlohmann::json base = {{"id", id},
-                               {"object", "chat.completion.chunk"},
-                               {"created", 1700000000},
-                               {"model", model_of(request)}};
-  std::vector<nlohmann::json> events;
-  auto event = [&](nlohmann::json delta, nlohmann::json finish) {
-    nlohmann::json e = base;
-    e["choices"] = {
-        {{"index", 0}, {"delta", std::move(delta)}, {"finish_reason", std::move(finish)}}};
-    events.push_back(std::move(e));
-  };
-  event({{"role", "assistant"}, {"content", nullptr}}, nullptr);
-  event({{"tool_calls",
-          {{{"index", 0},
-            {"id", "call_" + id},
-            {"type", "function"},
-            {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
-        nullptr);
-  event(nlohmann::json::object(), "tool_calls");
-  nlohmann::json usage = base;
-  usage["choices"] = nlohmann::json::array();
-  usage["usage"] = usage_of(request, 1);
-  events.push_back(std::move(usage));
-  return events;
+  ChunkEvents events(request, id);
+  events.add({{"role", "assistant"}, {"content", nullptr}}, nullptr);
+  events.add({{"tool_calls",
+               {{{"index", 0},
+                 {"id", "call_" + id},
+                 {"type", "function"},
+                 {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
+             nullptr);
+  events.add(nlohmann::json::object(), "tool_calls");
+  return events.take(1);
 }
 
 std::vector<float> loopback_embedding(std::string_view text, std::size_t dims) {
