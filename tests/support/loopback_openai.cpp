@@ -137,19 +137,25 @@ nlohmann::json usage_of(const nlohmann::json& request, std::size_t completion) {
           {"total_tokens", prompt + completion}};
 }
 
-nlohmann::json completion_from_pieces(const nlohmann::json& request, const std::string& id,
-                                      const std::vector<std::string>& pieces) {
-  std::string text;
-  for (const auto& p : pieces) text += p;
+/// A chat completion answering `request` with `message`, `completion` tokens long.
+nlohmann::json completion_of(const nlohmann::json& request, const std::string& id,
+                             nlohmann::json message, const char* finish_reason,
+                             std::size_t completion) {
   return {{"id", id},
           {"object", "chat.completion"},
           {"created", 1700000000},
           {"model", model_of(request)},
           {"choices",
-           {{{"index", 0},
-             {"message", {{"role", "assistant"}, {"content", text}}},
-             {"finish_reason", "stop"}}}},
-          {"usage", usage_of(request, pieces.size())}};
+           {{{"index", 0}, {"message", std::move(message)}, {"finish_reason", finish_reason}}}},
+          {"usage", usage_of(request, completion)}};
+}
+
+nlohmann::json completion_from_pieces(const nlohmann::json& request, const std::string& id,
+                                      const std::vector<std::string>& pieces) {
+  std::string text;
+  for (const auto& p : pieces) text += p;
+  return completion_of(request, id, {{"role", "assistant"}, {"content", text}}, "stop",
+                       pieces.size());
 }
 
 /// The chat.completion.chunk events of one streamed reply to `request`: add() one per delta,
@@ -316,15 +322,9 @@ nlohmann::json tool_call_completion(const nlohmann::json& request, const std::st
   const nlohmann::json call = {{"id", "call_" + id},
                                {"type", "function"},
                                {"function", {{"name", name}, {"arguments", args.dump()}}}};
-  return {{"id", id},
-          {"object", "chat.completion"},
-          {"created", 1700000000},
-          {"model", model_of(request)},
-          {"choices",
-           {{{"index", 0},
-             {"message", {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}}},
-             {"finish_reason", "tool_calls"}}}},
-          {"usage", usage_of(request, 1)}};
+  return completion_of(request, id,
+                       {{"role", "assistant"}, {"content", nullptr}, {"tool_calls", {call}}},
+                       "tool_calls", 1);
 }
 
 std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request, const std::string& id,
