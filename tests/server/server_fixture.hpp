@@ -15,6 +15,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/http_client.hpp"
@@ -47,13 +48,16 @@ inline std::shared_ptr<const ServedGraph> echo_graph() {
 
 /// A server on a free port serving the echo graph as "agent" and "helper".
 struct Served {
-  explicit Served(ServerOptions options = {})
+  /// Serves the echo graph as "agent" and "helper", and `more` graphs by id.
+  explicit Served(ServerOptions options = {},
+                  std::vector<std::pair<std::string, std::shared_ptr<const ServedGraph>>> more = {})
       : server([&] {
           options.port = 0;
           return options;
         }()) {
     server.add_graph("agent", echo_graph());
     server.add_graph("helper", echo_graph());
+    for (auto& [id, graph] : more) server.add_graph(id, std::move(graph));
     server.start();
   }
   HttpResult get(const std::string& path, std::vector<std::string> headers = {}) {

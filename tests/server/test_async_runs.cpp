@@ -13,7 +13,6 @@
 #include <thread>
 
 #include "server_fixture.hpp"
-#include "support/http_client.hpp"
 #include "support/loopback_openai.hpp"
 
 namespace {
@@ -49,28 +48,20 @@ TEST_CASE("server runs: 200 runs wait on a model at once, and cancelling them ab
   config.api_key = "test-key";
   config.model = "test-model";
   sg::ServerOptions options;
-  options.port = 0;
   options.sync_node_workers = 2;  // the plain nodes of 200 runs share 2 threads
-  sg::Server server(options);
-  server.add_graph("model", model_graph(std::make_shared<sg::OpenAIChatModel>(config)));
-  server.start();
-  const auto post = [&](const std::string& path, const json& body) {
-    const auto r = sg::test::http_request("POST", server.url() + path, body.dump());
-    INFO(path << " -> " << r.status << " " << r.body);
-    REQUIRE(r.status / 100 == 2);
-    return r.body.empty() ? json() : json::parse(r.body);
-  };
+  sg::test::Served s(options,
+                     {{"model", model_graph(std::make_shared<sg::OpenAIChatModel>(config))}});
   const auto status_of = [&](const std::string& path) {
-    const auto r = sg::test::http_request("GET", server.url() + path);
-    return r.status == 200 ? json::parse(r.body).value("status", std::string()) : std::string();
+    return s.get_json(path).value("status", std::string());
   };
 
   constexpr std::size_t kRuns = 200;
   std::vector<std::string> runs;
   for (std::size_t i = 0; i < kRuns; ++i) {
-    const std::string thread = post("/threads", json::object())["thread_id"];
-    const json run = post("/threads/" + thread + "/runs",
-                          {{"assistant_id", "model"}, {"input", sg::test::human_input("hi")}});
+    const std::string thread = s.new_thread();
+    const json run =
+        s.post_json("/threads/" + thread + "/runs",
+                    {{"assistant_id", "model"}, {"input", sg::test::human_input("hi")}});
     runs.push_back("/threads/" + thread + "/runs/" + run["run_id"].get<std::string>());
   }
   // Every run waits on its model call at the same time.
@@ -80,12 +71,12 @@ TEST_CASE("server runs: 200 runs wait on a model at once, and cancelling them ab
   CHECK(status_of(runs.back()) == "running");
 
   // Cancelling a run mid-call closes the model request: the model server sees each go.
-  for (const auto& run : runs) (void)post(run + "/cancel", json::object());
+  for (const auto& run : runs) CHECK(s.post(run + "/cancel", json::object()).status / 100 == 2);
   CHECK(eventually([&] { return model_server.stats().aborted == kRuns; }, 60s));
   CHECK(model_server.stats().in_flight == 0);
   for (const auto& run : runs) {
     INFO(run);
-    CHECK(eventually([&] { return status_of(run) == "interrupted"; }, 10s));
+    CHECK(sg::test::wait_for_field(s, run, "status", "interrupted"));
   }
   CHECK(model_server.stats().requests == kRuns);
 }
