@@ -364,13 +364,20 @@ class Api {
   mutable std::map<std::string, std::string> pictures_;  // graph_id -> SVG
 };
 
-/// Runs: per-thread queues (one active run per thread), the multitask strategies, runs executing
-/// as coroutines (ServedGraph::arun, at most RunLimits::max_runs at once), and the run records.
-/// Thread-safe.
+class RunQueue;
+struct Run;
+class RunSlots;
+class EndedStreams;
+struct RunRuntime;
+
+/// Runs: requests parsed into runs, a RunQueue (this process's, or PostgreSQL's for many
+/// processes) that orders them, and runs executing as coroutines (ServedGraph::arun, at most
+/// RunLimits::max_runs at once). Thread-safe.
 class RunManager {
  public:
   /// `cluster`: when set, runs are queued in PostgreSQL for every server process on the
-  /// database (cluster.hpp); otherwise in this process.
+  /// database (cluster.hpp); otherwise in this process. Throws PostgresError when the database
+  /// cannot be reached.
   RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
              RunLimits limits, const ClusterOptions* cluster = nullptr);
   ~RunManager();
@@ -400,60 +407,41 @@ class RunManager {
   [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
   /// Whether the thread has a pending or running run.
   [[nodiscard]] bool busy(const std::string& thread_id) const;
-  /// Forgets a deleted thread's runs (cancels active ones). Throws ApiError 409 while busy.
+  /// Forgets a deleted thread's runs. Throws ApiError 409 while busy.
   void remove_thread(const std::string& thread_id);
-  /// Cancels every run and waits for the workers.
+  /// Cancels every run and waits for them.
   void shutdown();
   /// The webhooks of runs (a path is sent to `base_url` with `api_key`).
   [[nodiscard]] WebhookSender& webhooks() noexcept { return *webhooks_; }
 
  private:
-  struct Run;
-  struct State;
-  struct Cluster;
-  friend struct Cluster;
-  /// Starts `run` (its thread's queue front), or hands it to the timer when its after_seconds
-  /// are not over, or to the ready queue when max_runs execute; true when the caller must
-  /// launch(run). Caller holds state_->mu.
-  [[nodiscard]] bool begin_locked(const std::shared_ptr<Run>& run);
-  /// Marks `run` executing when fewer than max_runs do (true), else queues it in `ready`.
-  /// Caller holds state_->mu.
-  [[nodiscard]] bool admit_locked(const std::shared_ptr<Run>& run);
-  /// The ready runs that may start now that slots are free. Caller holds state_->mu.
-  [[nodiscard]] std::vector<std::shared_ptr<Run>> take_ready_locked();
-  /// Whether `run` is still its thread's next run, not started (not cancelled, not overtaken by
-  /// an interrupt). Caller holds state_->mu.
-  [[nodiscard]] bool next_of_thread_locked(const std::shared_ptr<Run>& run) const;
-  /// Starts execute(run) on the runs' executor.
+  /// A run from a create request's body (its thread resolved: created when asked to). Throws
+  /// ApiError 4xx for a bad field.
+  [[nodiscard]] std::shared_ptr<Run> parse(const std::string& thread_id, const nlohmann::json& body,
+                                           std::optional<RunFollow::Kind> kind);
+  /// The response to a create: the Run object (`record`) or the run followed as `kind`.
+  [[nodiscard]] static ApiResponse respond(const std::shared_ptr<Run>& run,
+                                           const nlohmann::json& record,
+                                           std::optional<RunFollow::Kind> kind,
+                                           std::shared_ptr<void> listening);
+  /// Starts execute(run) on the runs' executor (its slot taken).
   void launch(std::shared_ptr<Run> run);
-  /// The timer thread: starts delayed runs when due.
-  void start_delayed();
   /// POSTs a run's end to its webhook (when it has one).
   void send_webhook(const Run& run, std::string_view status, const nlohmann::json& result);
-  /// Runs `run` to its end (a coroutine on the runs' executor) and finishes it.
+  /// Runs `run` to its end (a coroutine on the runs' executor), then concludes it.
   boost::asio::awaitable<void> execute(std::shared_ptr<Run> run);
-  /// After a run: a rolled-back run's checkpoints go, the run's end is recorded (finish()).
+  /// After a run: a rolled-back run's checkpoints go, and the queue records its end.
   void conclude(const std::shared_ptr<Run>& run, std::string status, nlohmann::json result,
                 const std::optional<std::string>& head_before);
-  void finish(const std::shared_ptr<Run>& run, std::string_view status,
-              const nlohmann::json& result);
-  void save(const Run& run) const;
-  /// What a join of an ended run answers: the thread's values (`result`), or an ended stream.
-  [[nodiscard]] ApiResponse ended_run_follow(const nlohmann::json& thread,
-                                             RunFollow::Kind kind) const;
-  /// Keeps the channel of a resumable run that ended, for a stream that resumes it (the last
-  /// State::kEndedResumable). Caller holds state_->mu.
-  void keep_ended_resumable(const Run& run);
-  /// The run records of a thread (every one).
-  [[nodiscard]] std::vector<SearchItem> run_records(const std::string& thread_id) const;
-  void remove_run_records(const std::string& thread_id) const;
 
   const Api& api_;
   ThreadRegistry& threads_;
   std::shared_ptr<Store> records_;
-  std::unique_ptr<State> state_;
+  std::unique_ptr<RunRuntime> runtime_;  // the executor and the plain nodes' pool
+  std::unique_ptr<RunSlots> slots_;
+  std::unique_ptr<EndedStreams> ended_;
   std::unique_ptr<WebhookSender> webhooks_ = std::make_unique<WebhookSender>();
-  std::unique_ptr<Cluster> cluster_;
+  std::unique_ptr<RunQueue> queue_;
 };
 
 // What the server keeps in its record store (ServerOptions::records), one namespace each:

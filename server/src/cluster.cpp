@@ -1,4 +1,4 @@
-// RunManager's runs in PostgreSQL for many server processes (cluster.hpp): their lifecycle. Every
+// The run queue in PostgreSQL for many server processes (cluster.hpp): the runs' lifecycle. Every
 // change of a run's status is one statement or function in the database, so that two processes
 // never disagree: sg_run_create (multitask strategies under a per-thread advisory lock), the
 // claim (SKIP LOCKED; a partial unique index keeps one running run per thread), the fenced finish
@@ -111,8 +111,11 @@ std::string worker_name() {
 
 }  // namespace
 
-RunManager::Cluster::Cluster(RunManager& manager, const ClusterOptions& options)
-    : m_(manager), options_(options), worker_(worker_name()), pool_(options.conninfo, 4) {
+PostgresRunQueue::PostgresRunQueue(Host host, const ClusterOptions& options)
+    : RunQueue(std::move(host)),
+      options_(options),
+      worker_(worker_name()),
+      pool_(options.conninfo, 4) {
   db([&](pg::Connection& c) {
     std::vector<pg::Statement> schema;
     schema.push_back(
@@ -121,17 +124,18 @@ RunManager::Cluster::Cluster(RunManager& manager, const ClusterOptions& options)
     (void)c.pipeline(schema);
     return 0;
   });
-  m_.threads_.share([this](const std::string& thread_id) { return busy(thread_id); },
-                    [this] { return busy_threads(); },
-                    [this](const std::string& thread_id) { return lock_thread_record(thread_id); });
+  host_.threads.share(
+      [this](const std::string& thread_id) { return busy(thread_id); },
+      [this] { return busy_threads(); },
+      [this](const std::string& thread_id) { return lock_thread_record(thread_id); });
   thread_ = std::thread([this] { background(); });
 }
 
-RunManager::Cluster::~Cluster() {
+PostgresRunQueue::~PostgresRunQueue() {
   shutdown();
 }
 
-json RunManager::Cluster::spec_of(const Run& run) const {
+json PostgresRunQueue::spec_of(const Run& run) const {
   const RunConfig& c = run.config;
   return {
       {"graph_id", run.graph->graph_id},
@@ -159,13 +163,13 @@ json RunManager::Cluster::spec_of(const Run& run) const {
         {"context", c.context}}}};
 }
 
-std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& run_id,
-                                                             const std::string& thread_id,
-                                                             const json& spec) const {
+std::shared_ptr<Run> PostgresRunQueue::run_of(const std::string& run_id,
+                                              const std::string& thread_id,
+                                              const json& spec) const {
   auto run = std::make_shared<Run>();
   run->run_id = run_id;
   run->thread_id = thread_id;
-  run->graph = m_.api_.assistant(spec.at("graph_id").get<std::string>()).graph;
+  run->graph = host_.api.assistant(spec.at("graph_id").get<std::string>()).graph;
   run->input = spec.value("input", json());
   run->command = spec.value("command", json());
   run->modes = spec.value("modes", std::vector<std::string>{"values"});
@@ -190,7 +194,9 @@ std::shared_ptr<RunManager::Run> RunManager::Cluster::run_of(const std::string& 
   return run;
 }
 
-void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::string& strategy) {
+void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string& strategy) {
+  if (host_.slots.stopping()) throw ApiError{503, "the server is stopping"};
+  host_.threads.set_status(run->thread_id, "busy", run->thread_metadata);  // its metadata
   json spec = spec_of(*run);
   {
     std::lock_guard lock(mu_);
@@ -204,7 +210,7 @@ void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::st
                           .text(run->run_id)
                           .text(run->thread_id)
                           .text(strategy)
-                          .text(run->record.dump())
+                          .text(run->record_now().dump())
                           .text(spec.dump())
                           .text(iso_timestamp_now()));
       });
@@ -220,7 +226,10 @@ void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::st
     throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy reject)",
                                     run->thread_id, result.get(0, 0))};
   }
-  if (!claim(run->run_id)) {  // here, when its thread is free: its events stay in this process
+  // Claimed here when its thread is free: its events stay in this process.
+  if (auto claimed = claim(run->run_id)) {
+    host_.launch(std::move(claimed));
+  } else {
     // Queued behind another run, or no worker free here: whichever process claims it, its
     // followers here hear of its events and its end (until this process claims it itself).
     {
@@ -241,17 +250,9 @@ void RunManager::Cluster::enqueue(const std::shared_ptr<Run>& run, const std::st
   }
 }
 
-bool RunManager::Cluster::claim(const std::string& run_id) {
-  {
-    std::lock_guard lock(m_.state_->mu);
-    if (m_.state_->stopping || m_.state_->executing >= m_.state_->max_runs) return false;
-    ++m_.state_->executing;  // a slot, reserved
-  }
-  auto release_worker = [&] {
-    std::lock_guard lock(m_.state_->mu);
-    --m_.state_->executing;
-    m_.state_->drained.notify_all();
-  };
+std::shared_ptr<Run> PostgresRunQueue::claim(const std::string& run_id) {
+  if (!host_.slots.take()) return nullptr;
+  auto release_worker = [&] { host_.slots.give_back(); };
   std::shared_ptr<Run> run;
   std::string cancel;
   bool forward = false;  // created elsewhere and streamed there
@@ -265,7 +266,7 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
     });
     if (row.rows() == 0) {
       release_worker();
-      return false;
+      return nullptr;
     }
     const std::string id(row.get(0, 0));
     const std::string thread_id(row.get(0, 1));
@@ -316,24 +317,14 @@ bool RunManager::Cluster::claim(const std::string& run_id) {
       executing_.erase(run->run_id);
       followers_.try_emplace(run->run_id, Follower{run->channel, 0});
     }
-    return false;
+    return nullptr;
   }
-  if (!cancel.empty()) {
-    std::lock_guard lock(m_.state_->mu);
-    run->cancel_action = cancel;
-    run->token.cancel();
-  }
+  if (!cancel.empty()) run->cancel(cancel, true);
   if (forward) forward_events(run);  // its creator streams it: the events go through the database
-  m_.launch(run);
-  return true;
+  return run;
 }
 
-void RunManager::Cluster::claim_all() {
-  while (!stop_ && claim("")) {
-  }
-}
-
-void RunManager::Cluster::set_fence(const Run& run, const std::string& token) {
+void PostgresRunQueue::set_fence(const Run& run, const std::string& token) {
   const auto saver = std::dynamic_pointer_cast<PostgresSaver>(run.graph->graph->checkpointer());
   if (!saver) return;  // a graph whose checkpoints are not in the database: nothing to fence
   if (!token.empty()) {
@@ -343,7 +334,7 @@ void RunManager::Cluster::set_fence(const Run& run, const std::string& token) {
   saver->fence(run.thread_id, token);
 }
 
-void RunManager::Cluster::forward_events(const std::shared_ptr<Run>& run) {
+void PostgresRunQueue::forward_events(const std::shared_ptr<Run>& run) {
   run->channel->forward_to([this, run_id = run->run_id](const RunChannel::Event& e) {
     try {
       db([&](pg::Connection& c) {
@@ -359,16 +350,12 @@ void RunManager::Cluster::forward_events(const std::shared_ptr<Run>& run) {
   });
 }
 
-void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_view status,
-                                 const json& result) {
+void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view status,
+                              const json& result) {
   const std::string now = iso_timestamp_now();
   bool fenced = false;
   bool idle = false;
-  bool stopping = false;
-  {
-    std::lock_guard lock(m_.state_->mu);
-    stopping = m_.state_->stopping && run->cancel_action.empty();
-  }
+  const bool stopping = host_.slots.stopping() && run->cancelled_with().empty();
   if (stopping) {
     // The server stops, not the run: it goes back to the queue for another process.
     try {
@@ -438,11 +425,9 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
       if (run->delete_thread_after) {
         delete_thread = true;
       } else {
-        const bool graph_interrupt = status == "interrupted" && !run->token.cancelled();
         try {
-          m_.threads_.set_status(run->thread_id, status == "error" ? "error"
-                                                 : graph_interrupt ? "interrupted"
-                                                                   : "idle");
+          host_.threads.set_status(run->thread_id,
+                                   thread_status_after(status, run->token.cancelled()));
         } catch (const std::exception&) {
           // The run's end is recorded (sg_run); the record keeps its older status, and the
           // worker must still be given back.
@@ -462,30 +447,23 @@ void RunManager::Cluster::finish(const std::shared_ptr<Run>& run, std::string_vi
       } catch (const std::exception&) {
       }
       try {
-        m_.threads_.remove_record(run->thread_id);
+        host_.threads.remove_record(run->thread_id);
       } catch (const std::exception&) {
         // A temporary thread's record left behind costs space only.
       }
     }
     run->channel->finish(result);
-    m_.send_webhook(*run, status, result);
+    host_.webhook(*run, status, result);
   }
-  {
-    // The worker is free (claim_all() may give it the next run), but shutdown waits until this
-    // thread is out of the cluster's code (finishing).
-    std::lock_guard lock(m_.state_->mu);
-    if (!fenced && run->resumable) m_.keep_ended_resumable(*run);
-    --m_.state_->executing;
-    ++m_.state_->finishing;
-  }
+  if (!fenced && run->resumable) host_.ended.keep(*run);
+  // The slot is free (the next claim may take it), but shutdown waits until this call is out of
+  // the queue's code.
+  const RunSlots::Finishing finishing = host_.slots.release();
   if (fenced) catch_up(run->run_id);
-  claim_all();
-  std::lock_guard lock(m_.state_->mu);
-  --m_.state_->finishing;
-  m_.state_->drained.notify_all();
+  if (!stop_) start_claimable();
 }
 
-void RunManager::Cluster::stop_runs() {
+void PostgresRunQueue::stop() {
   std::vector<std::shared_ptr<Run>> runs;
   {
     std::lock_guard lock(mu_);
@@ -494,7 +472,7 @@ void RunManager::Cluster::stop_runs() {
   for (const auto& run : runs) run->token.cancel();
 }
 
-void RunManager::Cluster::shutdown() {
+void PostgresRunQueue::shutdown() {
   if (stopped_.exchange(true)) return;
   stop_ = true;
   if (thread_.joinable()) thread_.join();

@@ -1,7 +1,7 @@
 #pragma once
 
-// RunManager's runs shared by many server processes on one PostgreSQL database (internal): the
-// queue is table sg_run, claimed with SKIP LOCKED by any process with a free worker; a lease
+// The run queue shared by many server processes on one PostgreSQL database (internal): the
+// queue is table sg_run, claimed with SKIP LOCKED by any process with a free slot; a lease
 // renewed by heartbeats, a sweeper that re-queues the runs of dead workers, fences (PostgresSaver)
 // that keep a worker which lost its run from writing; cancellation, run ends and stream events
 // travel by NOTIFY (and sg_run_event). docs/scale-out.md tells the lifecycle.
@@ -19,59 +19,55 @@
 #include <utility>
 
 #include "api.hpp"
-#include "runs_state.hpp"
+#include "run_queue.hpp"
 
 namespace sg::server {
 
-/// Whether a run of status `status` has ended (not pending, not running).
-[[nodiscard]] inline bool run_ended(std::string_view status) {
-  return status != "pending" && status != "running";
-}
-
-struct RunManager::Cluster {
+/// RunQueue in PostgreSQL, shared by every server process on the database. Thread-safe.
+class PostgresRunQueue final : public RunQueue {
+ public:
   /// Connects and creates the tables when missing; starts the thread that listens for
   /// notifications, renews leases and sweeps. Throws PostgresError.
-  Cluster(RunManager& manager, const ClusterOptions& options);
+  PostgresRunQueue(Host host, const ClusterOptions& options);
   /// Stops (shutdown()).
-  ~Cluster();
-  Cluster(const Cluster&) = delete;
-  Cluster& operator=(const Cluster&) = delete;
+  ~PostgresRunQueue() override;
+  PostgresRunQueue(const PostgresRunQueue&) = delete;
+  PostgresRunQueue& operator=(const PostgresRunQueue&) = delete;
 
-  /// Queues a new run with its thread's multitask `strategy` (one transaction, serialized per
-  /// thread across processes), then starts it here when its thread is free. Throws ApiError 409
-  /// (reject on a busy thread).
-  void enqueue(const std::shared_ptr<Run>& run, const std::string& strategy);
+  /// Queues the run (one transaction, serialized per thread across processes), then claims it
+  /// here when its thread is free and a slot is; otherwise whichever process claims it, this
+  /// one follows it.
+  void create(const std::shared_ptr<Run>& run, const std::string& strategy) override;
+  /// Claims the oldest claimable run (`run_id` empty) or that one for this process.
+  [[nodiscard]] std::shared_ptr<Run> claim(const std::string& run_id) override;
   /// Records the end of a run this process executed (nothing when another worker took it over
-  /// meanwhile: its followers here then wait for that worker), then starts the next runs.
+  /// meanwhile: its followers here then wait for that worker), then claims the next runs.
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
-              const nlohmann::json& result);
-
-  [[nodiscard]] ApiResponse list(const std::string& thread_id, const ApiRequest& request);
-  [[nodiscard]] ApiResponse get(const std::string& thread_id, const std::string& run_id);
+              const nlohmann::json& result) override;
+  [[nodiscard]] ApiResponse list(const std::string& thread_id, const ApiRequest& request) override;
+  [[nodiscard]] ApiResponse get(const std::string& thread_id, const std::string& run_id) override;
   [[nodiscard]] ApiResponse join(const std::string& thread_id, const std::string& run_id,
-                                 const ApiRequest& request, RunFollow::Kind kind);
-  [[nodiscard]] ApiResponse join_thread(const std::string& thread_id, const ApiRequest& request);
-  [[nodiscard]] ApiResponse cancel(const std::string& thread_id, const std::string& run_id,
-                                   const ApiRequest& request);
-  [[nodiscard]] ApiResponse cancel_many(const ApiRequest& request);
-  [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
-  [[nodiscard]] bool busy(const std::string& thread_id);
+                                 const ApiRequest& request, RunFollow::Kind kind) override;
+  [[nodiscard]] std::string active_run(const std::string& thread_id) override;
+  [[nodiscard]] std::vector<std::pair<std::string, std::string>> active_runs(
+      const std::string& thread_id, const std::string& status) override;
+  std::shared_ptr<RunChannel> cancel(const std::string& thread_id, const std::string& run_id,
+                                     const std::string& action, bool wait) override;
+  void remove(const std::string& thread_id, const std::string& run_id) override;
+  [[nodiscard]] bool busy(const std::string& thread_id) override;
+  void remove_thread(const std::string& thread_id) override;
+  /// Stops the runs executing here (the server stops): they go back to the queue, and another
+  /// process continues them.
+  void stop() override;
+  /// Stops the background thread (after the runs stopped).
+  void shutdown() override;
+
+  /// The threads with an active run, in any process.
   [[nodiscard]] std::set<std::string> busy_threads();
   /// Holds the cross-process lock of a thread's record until the handle is released.
   [[nodiscard]] std::shared_ptr<void> lock_thread_record(const std::string& thread_id);
-  void remove_thread(const std::string& thread_id);
-  /// Stops the runs executing here (the server stops): they go back to the queue, and another
-  /// process continues them.
-  void stop_runs();
-  /// Stops the background thread (after the runs stopped).
-  void shutdown();
 
  private:
-  /// Claims the oldest claimable run (`run_id` empty) or that one, and executes it here.
-  /// Returns whether it claimed one.
-  bool claim(const std::string& run_id);
-  /// Claims runs while workers are free.
-  void claim_all();
   void background();
   void heartbeat();
   void sweep();
@@ -93,7 +89,6 @@ struct RunManager::Cluster {
     return pool_.with_retry(std::forward<Work>(work));
   }
 
-  RunManager& m_;
   ClusterOptions options_;
   std::string worker_;  // this process's name in sg_run.worker
   pg::Pool pool_;

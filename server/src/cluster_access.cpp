@@ -1,6 +1,6 @@
-// RunManager's runs in PostgreSQL, as any process reads and steers them (cluster.hpp): busy
-// threads, list, get, join (the result, or the events of a run executed elsewhere), cancel and
-// delete; the lock of a thread's record. The runs' lifecycle is cluster.cpp.
+// The run queue in PostgreSQL, as any process reads and steers it (cluster.hpp): busy threads,
+// list, get, join (the result, or the events of a run executed elsewhere), cancel and delete; the
+// lock of a thread's record. The runs' lifecycle is cluster.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -11,7 +11,7 @@ namespace sg::server {
 
 using nlohmann::json;
 
-void RunManager::Cluster::catch_up(const std::string& run_id) {
+void PostgresRunQueue::catch_up(const std::string& run_id) {
   Follower follower;
   {
     std::lock_guard lock(mu_);
@@ -50,7 +50,7 @@ void RunManager::Cluster::catch_up(const std::string& run_id) {
   }
 }
 
-std::shared_ptr<RunChannel> RunManager::Cluster::follow_remote(const std::string& run_id) {
+std::shared_ptr<RunChannel> PostgresRunQueue::follow_remote(const std::string& run_id) {
   std::int64_t next = 0;
   const pg::Result last = db([&](pg::Connection& c) {
     return c.exec("SELECT coalesce(max(seq) + 1, 0) FROM sg_run_event WHERE run_id = $1",
@@ -63,7 +63,7 @@ std::shared_ptr<RunChannel> RunManager::Cluster::follow_remote(const std::string
   return follower.channel;
 }
 
-std::shared_ptr<void> RunManager::Cluster::lock_thread_record(const std::string& thread_id) {
+std::shared_ptr<void> PostgresRunQueue::lock_thread_record(const std::string& thread_id) {
   // A session lock on a connection of the pool, released (and the connection given back) with
   // the handle; a broken connection takes its lock with it.
   struct Held {
@@ -86,7 +86,7 @@ std::shared_ptr<void> RunManager::Cluster::lock_thread_record(const std::string&
   return held;
 }
 
-bool RunManager::Cluster::busy(const std::string& thread_id) {
+bool PostgresRunQueue::busy(const std::string& thread_id) {
   const pg::Result r = db([&](pg::Connection& c) {
     return c.exec(
         "SELECT EXISTS (SELECT 1 FROM sg_run WHERE thread_id = $1 AND "
@@ -96,7 +96,7 @@ bool RunManager::Cluster::busy(const std::string& thread_id) {
   return r.get(0, 0) == "t";
 }
 
-std::set<std::string> RunManager::Cluster::busy_threads() {
+std::set<std::string> PostgresRunQueue::busy_threads() {
   const pg::Result r = db([&](pg::Connection& c) {
     return c.exec("SELECT DISTINCT thread_id FROM sg_run WHERE status IN ('pending', 'running')");
   });
@@ -105,8 +105,7 @@ std::set<std::string> RunManager::Cluster::busy_threads() {
   return out;
 }
 
-ApiResponse RunManager::Cluster::list(const std::string& thread_id, const ApiRequest& request) {
-  (void)m_.threads_.require(thread_id);
+ApiResponse PostgresRunQueue::list(const std::string& thread_id, const ApiRequest& request) {
   // Not a structured binding: the lambda below uses it (clang before 16 cannot capture one).
   const RunListQuery query = run_list_query(request);
   const pg::Result rows = db([&](pg::Connection& c) {
@@ -120,8 +119,7 @@ ApiResponse RunManager::Cluster::list(const std::string& thread_id, const ApiReq
   return json_response(out);
 }
 
-ApiResponse RunManager::Cluster::get(const std::string& thread_id, const std::string& run_id) {
-  (void)m_.threads_.require(thread_id);
+ApiResponse PostgresRunQueue::get(const std::string& thread_id, const std::string& run_id) {
   const pg::Result row = db([&](pg::Connection& c) {
     return c.exec("SELECT record::text FROM sg_run WHERE run_id = $1 AND thread_id = $2",
                   pg::Params().text(run_id).text(thread_id));
@@ -130,50 +128,59 @@ ApiResponse RunManager::Cluster::get(const std::string& thread_id, const std::st
   return json_response(json::parse(row.get(0, 0)));
 }
 
-ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::string& run_id,
-                                      const ApiRequest& request, RunFollow::Kind kind) {
-  const json thread = m_.threads_.require(thread_id);
+ApiResponse PostgresRunQueue::join(const std::string& thread_id, const std::string& run_id,
+                                   const ApiRequest& request, RunFollow::Kind kind) {
   const std::optional<std::size_t> resume_from = resume_position(request, kind);
-  std::shared_ptr<Run> run;
+  std::shared_ptr<Run> run;  // created or executing here
+  bool executing_here = false;
   {
     std::lock_guard lock(mu_);
     if (const auto it = local_.find(run_id);
         it != local_.end() && it->second->thread_id == thread_id) {
       run = it->second;
+      executing_here = executing_.contains(run_id);
     }
   }
   std::shared_ptr<RunChannel> channel = run ? run->channel : nullptr;
   bool replayable = run && run->resumable;
   if (!channel && resume_from) {  // a resumable run that ended here (not one of another process)
-    std::lock_guard lock(m_.state_->mu);
-    if (const auto ended = m_.state_->ended_resumable.find(run_id);
-        ended != m_.state_->ended_resumable.end()) {
-      channel = ended->second;
-      replayable = true;
-    }
+    channel = host_.ended.find(run_id);
+    replayable = channel != nullptr;
   }
-  if (!channel) {
-    const pg::Result row = db([&](pg::Connection& c) {
-      return c.exec("SELECT status FROM sg_run WHERE run_id = $1 AND thread_id = $2",
-                    pg::Params().text(run_id).text(thread_id));
-    });
-    if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
-    if (run_ended(row.get(0, 0))) return m_.ended_run_follow(thread, kind);
-    channel = follow_remote(run_id);
+  std::optional<std::size_t> from;  // a stream's first event: the next one published
+  if (!channel || (run && !executing_here)) {
+    // Executed elsewhere (or not yet claimed): its events come through the database.
+    if (!channel) {
+      const pg::Result row = db([&](pg::Connection& c) {
+        return c.exec("SELECT status FROM sg_run WHERE run_id = $1 AND thread_id = $2",
+                      pg::Params().text(run_id).text(thread_id));
+      });
+      if (row.rows() == 0) throw ApiError{404, fmt::format("run '{}' not found", run_id)};
+      if (run_ended(row.get(0, 0))) {
+        return ended_run_follow(host_.api, host_.threads.require(thread_id), kind);
+      }
+      channel = follow_remote(run_id);
+    }
+    // Taken before the worker is asked for the events: none it forwards from now on is skipped.
+    from = channel->published();
     if (kind == RunFollow::Kind::stream) {
-      db([&](pg::Connection& c) {  // the worker forwards the run's events from now on
-        return c.exec("SELECT pg_notify('sg_stream', $1)", pg::Params().text(run_id));
+      // The worker forwards the run's events from now on; a process that claims it later does
+      // too (its spec says streamed).
+      db([&](pg::Connection& c) {
+        return c.pipeline(
+            {{"UPDATE sg_run SET spec = jsonb_set(spec, '{stream}', 'true') WHERE run_id = $1",
+              pg::Params().text(run_id)},
+             {"SELECT pg_notify('sg_stream', $1)", pg::Params().text(run_id)}});
       });
     }
     catch_up(run_id);  // it may have ended meanwhile
   }
-  ApiResponse response = join_response(request, kind, channel, /*listen=*/true,
-                                       replayable ? resume_from : std::nullopt);
+  ApiResponse response =
+      join_response(request, kind, channel, /*listen=*/true, replayable ? resume_from : from);
   if (query_flag(request, "cancel_on_disconnect")) {
     response.follow->on_disconnect = [this, thread_id, run_id] {
-      ApiRequest cancel_request;
       try {
-        (void)cancel(thread_id, run_id, cancel_request);
+        (void)cancel(thread_id, run_id, "interrupt", /*wait=*/false);
       } catch (const std::exception&) {
       }
     };
@@ -181,24 +188,34 @@ ApiResponse RunManager::Cluster::join(const std::string& thread_id, const std::s
   return response;
 }
 
-ApiResponse RunManager::Cluster::join_thread(const std::string& thread_id,
-                                             const ApiRequest& request) {
-  (void)m_.threads_.require(thread_id);
+std::string PostgresRunQueue::active_run(const std::string& thread_id) {
   const pg::Result row = db([&](pg::Connection& c) {
     return c.exec(
         "SELECT run_id FROM sg_run WHERE thread_id = $1 AND status IN ('pending', "
         "'running') ORDER BY seq LIMIT 1",
         pg::Params().text(thread_id));
   });
-  if (row.rows() == 0) return ended_stream();
-  return join(thread_id, std::string(row.get(0, 0)), request, RunFollow::Kind::stream);
+  return row.rows() == 0 ? std::string() : std::string(row.get(0, 0));
 }
 
-ApiResponse RunManager::Cluster::cancel(const std::string& thread_id, const std::string& run_id,
-                                        const ApiRequest& request) {
-  (void)m_.threads_.require(thread_id);
-  const std::string action = cancel_action(request);
-  const bool wait = query_flag(request, "wait");
+std::vector<std::pair<std::string, std::string>> PostgresRunQueue::active_runs(
+    const std::string& thread_id, const std::string& status) {
+  const pg::Result rows = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT thread_id, run_id FROM sg_run WHERE status IN ('pending', 'running') "
+        "AND ($1 = '' OR thread_id = $1) AND ($2 = '' OR status = $2)",
+        pg::Params().text(thread_id).text(status));
+  });
+  std::vector<std::pair<std::string, std::string>> out;
+  for (int row = 0; row < rows.rows(); ++row) {
+    out.emplace_back(std::string(rows.get(row, 0)), std::string(rows.get(row, 1)));
+  }
+  return out;
+}
+
+std::shared_ptr<RunChannel> PostgresRunQueue::cancel(const std::string& thread_id,
+                                                     const std::string& run_id,
+                                                     const std::string& action, bool wait) {
   std::shared_ptr<RunChannel> channel;
   if (wait) {  // followed before the cancel, so that its end is not missed
     std::lock_guard lock(mu_);
@@ -233,53 +250,13 @@ ApiResponse RunManager::Cluster::cancel(const std::string& thread_id, const std:
       }
     }
     if (run) run->channel->finish(json::object());
-    claim_all();  // the thread's next run may be claimable now
+    start_claimable();  // the thread's next run may be claimable now
   }
-  ApiResponse response;
-  if (wait) {
-    catch_up(run_id);
-    response.follow = std::make_shared<RunFollow>();
-    response.follow->kind = RunFollow::Kind::done;
-    response.follow->channel = channel;
-    return response;
-  }
-  response.status = 202;
-  response.content_type.clear();
-  return response;
+  if (wait) catch_up(run_id);
+  return channel;
 }
 
-ApiResponse RunManager::Cluster::cancel_many(const ApiRequest& request) {
-  const json body = body_object(request);
-  std::string action = "interrupt";
-  if (const auto it = request.query.find("action"); it != request.query.end()) action = it->second;
-  const std::string thread_id = string_field(body, "thread_id");
-  const std::vector<std::string> run_ids = string_list_field(body, "run_ids", "run ids");
-  std::string status = string_field(body, "status");
-  if (status == "all") status.clear();
-  const pg::Result rows = db([&](pg::Connection& c) {
-    return c.exec(
-        "SELECT thread_id, run_id FROM sg_run WHERE status IN ('pending', 'running') "
-        "AND ($1 = '' OR thread_id = $1) AND ($2 = '' OR status = $2)",
-        pg::Params().text(thread_id).text(status));
-  });
-  ApiRequest cancel_request;
-  cancel_request.query.emplace("action", action);
-  for (int row = 0; row < rows.rows(); ++row) {
-    const std::string id(rows.get(row, 1));
-    if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), id) == run_ids.end()) {
-      continue;
-    }
-    try {
-      (void)cancel(std::string(rows.get(row, 0)), id, cancel_request);
-    } catch (const ApiError&) {
-      // Ended meanwhile.
-    }
-  }
-  return no_content();
-}
-
-ApiResponse RunManager::Cluster::remove(const std::string& thread_id, const std::string& run_id) {
-  (void)m_.threads_.require(thread_id);
+void PostgresRunQueue::remove(const std::string& thread_id, const std::string& run_id) {
   const auto results = db([&](pg::Connection& c) {
     return c.pipeline(
         {{"SELECT status FROM sg_run WHERE run_id = $1 AND thread_id = $2",
@@ -296,10 +273,9 @@ ApiResponse RunManager::Cluster::remove(const std::string& thread_id, const std:
     throw ApiError{409,
                    fmt::format("run '{}' is {}: cancel it first", run_id, results[0].get(0, 0))};
   }
-  return no_content();
 }
 
-void RunManager::Cluster::remove_thread(const std::string& thread_id) {
+void PostgresRunQueue::remove_thread(const std::string& thread_id) {
   const auto results = db([&](pg::Connection& c) {
     return c.pipeline(
         {{"SELECT pg_advisory_xact_lock(hashtextextended('sg_thread:' || $1, 0))",

@@ -1,4 +1,4 @@
-// RunManager's runs in PostgreSQL (cluster.hpp): the upkeep each process does on its background
+// The run queue in PostgreSQL (cluster.hpp): the upkeep each process does on its background
 // thread. It listens for the cluster's notifications (new runs, cancels, ends, events, streams),
 // renews the leases of its running runs (heartbeat), gives the runs of dead workers back to the
 // queue or fails them (sweep), deletes old stream events, and claims runs for its free workers.
@@ -20,7 +20,7 @@ namespace {
 using UpkeepClock = std::chrono::steady_clock;
 }  // namespace
 
-void RunManager::Cluster::background() {
+void PostgresRunQueue::background() {
   const auto beat_every = std::max(options_.lease / 3, std::chrono::milliseconds(50));
   auto next_beat = UpkeepClock::now() + beat_every;
   auto next_poll = UpkeepClock::now();
@@ -56,11 +56,7 @@ void RunManager::Cluster::background() {
               cancel_early_.insert(id);  // claimed here, not yet registered
             }
           }
-          if (run) {
-            std::lock_guard lock(m_.state_->mu);
-            run->cancel_action = action;
-            run->token.cancel();
-          }
+          if (run) run->cancel(action, true);
         } else if (n.channel == "sg_stream") {
           std::shared_ptr<Run> run;
           {
@@ -94,7 +90,7 @@ void RunManager::Cluster::background() {
         forget_old_events();
         next_cleanup = now + options_.event_retention;
       }
-      if (claimable) claim_all();
+      if (claimable) start_claimable();
     } catch (const std::exception&) {
       listener.reset();  // the database restarted or the connection broke: listen anew
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -102,7 +98,7 @@ void RunManager::Cluster::background() {
   }
 }
 
-void RunManager::Cluster::heartbeat() {
+void PostgresRunQueue::heartbeat() {
   std::map<std::string, std::shared_ptr<Run>> mine;
   {
     std::lock_guard lock(mu_);
@@ -123,17 +119,15 @@ void RunManager::Cluster::heartbeat() {
   }
   for (const auto& [id, run] : mine) {
     const auto it = renewed.find(id);
-    std::lock_guard lock(m_.state_->mu);
     if (it == renewed.end() || it->second.first != run->attempt) {
       run->token.cancel();  // lost: another worker has it (the fence refuses our writes)
     } else if (!it->second.second.empty() && !run->token.cancelled()) {
-      run->cancel_action = it->second.second;  // a cancel whose notification was missed
-      run->token.cancel();
+      run->cancel(it->second.second, true);  // a cancel whose notification was missed
     }
   }
 }
 
-void RunManager::Cluster::sweep() {
+void PostgresRunQueue::sweep() {
   const std::string now = iso_timestamp_now();
   const pg::Result swept = db([&](pg::Connection& c) {
     return c.exec(
@@ -151,12 +145,12 @@ void RunManager::Cluster::sweep() {
   });
   for (int row = 0; row < swept.rows(); ++row) {
     if (swept.get(row, 2) == "error" && !busy(std::string(swept.get(row, 1)))) {
-      m_.threads_.set_status(std::string(swept.get(row, 1)), "error");
+      host_.threads.set_status(std::string(swept.get(row, 1)), "error");
     }
   }
 }
 
-void RunManager::Cluster::forget_old_events() {
+void PostgresRunQueue::forget_old_events() {
   // Followers in other processes read up to the end as soon as they hear of it.
   const std::string before = iso_timestamp_now(-options_.event_retention);
   db([&](pg::Connection& c) {

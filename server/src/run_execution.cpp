@@ -1,7 +1,11 @@
-// Executing runs: a run that may start becomes a coroutine on the runs' executor (at most
-// max_runs at once; the others wait in order in `ready`, and runs with after_seconds on the timer
-// thread), awaits its graph's arun, and finishes: its record, its thread's status, the next run of
-// its thread, its webhook (docs/architecture.md, "The server's run path").
+// Executing runs: a run the queue lets start (a slot of max_runs taken) becomes a coroutine on the
+// runs' executor, awaits its graph's arun, and concludes: a rolled-back run's checkpoints go, and
+// the queue records its end and starts the next runs (docs/architecture.md, "The server's run
+// path"); its webhook is sent.
+// clang-format off
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
+// clang-format on
+
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 
@@ -10,9 +14,8 @@
 #include <algorithm>
 
 #include "api.hpp"
-#include "cluster.hpp"
 #include "run_events.hpp"
-#include "runs_state.hpp"
+#include "run_queue.hpp"
 #include "webhook.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
@@ -41,70 +44,17 @@ std::string error_name(const std::exception& e) {
 
 }  // namespace
 
-bool RunManager::begin_locked(const std::shared_ptr<Run>& run) {
-  if (run->start_at > std::chrono::steady_clock::now()) {
-    state_->delayed.emplace(run->start_at, run);
-    if (!state_->timer.joinable()) state_->timer = std::thread([this] { start_delayed(); });
-    state_->delayed_changed.notify_all();
-    return false;
-  }
-  return admit_locked(run);
-}
-
-bool RunManager::admit_locked(const std::shared_ptr<Run>& run) {
-  if (state_->executing >= state_->max_runs) {
-    state_->ready.push_back(run);
-    return false;
-  }
-  run->running = true;  // from now on cancelling it goes through its token
-  ++state_->executing;
-  return true;
-}
-
-bool RunManager::next_of_thread_locked(const std::shared_ptr<Run>& run) const {
-  if (run->running || !state_->active.contains(run->run_id)) return false;
-  const auto queue = state_->queues.find(run->thread_id);
-  return queue != state_->queues.end() && !queue->second.empty() && queue->second.front() == run;
-}
-
-std::vector<std::shared_ptr<RunManager::Run>> RunManager::take_ready_locked() {
-  std::vector<std::shared_ptr<Run>> out;
-  while (!state_->stopping && state_->executing < state_->max_runs && !state_->ready.empty()) {
-    const std::shared_ptr<Run> run = state_->ready.front().lock();
-    state_->ready.pop_front();
-    if (run && next_of_thread_locked(run) && admit_locked(run)) out.push_back(run);
-  }
-  return out;
-}
-
 void RunManager::launch(std::shared_ptr<Run> run) {
-  boost::asio::co_spawn(state_->executor, execute(std::move(run)), [](const std::exception_ptr& e) {
-    if (e) std::rethrow_exception(e);  // execute() catches what a run throws: a bug, as a crash
-  });
-}
-
-void RunManager::start_delayed() {
-  std::unique_lock lock(state_->mu);
-  while (!state_->stopping) {
-    if (state_->delayed.empty()) {
-      state_->delayed_changed.wait(lock);
-      continue;
-    }
-    const auto due = state_->delayed.begin()->first;
-    if (std::chrono::steady_clock::now() < due) {
-      state_->delayed_changed.wait_until(lock, due);
-      continue;
-    }
-    const std::shared_ptr<Run> run = state_->delayed.begin()->second.lock();
-    state_->delayed.erase(state_->delayed.begin());
-    if (run && next_of_thread_locked(run) && admit_locked(run)) launch(run);
-  }
+  boost::asio::co_spawn(
+      runtime_->executor, execute(std::move(run)), [](const std::exception_ptr& e) {
+        if (e) std::rethrow_exception(e);  // execute() catches what a run throws: a bug, as a crash
+      });
 }
 
 void RunManager::send_webhook(const Run& run, std::string_view status, const json& result) {
   if (run.webhook.empty()) return;
   // As the official servers: the Run, its end and the thread's final values.
-  json payload = run.record;
+  json payload = run.record_now();
   payload["status"] = status.empty() ? std::string_view("interrupted") : status;
   payload["run_started_at"] = run.started_at;
   payload["run_ended_at"] = iso_timestamp_now();
@@ -119,28 +69,20 @@ void RunManager::send_webhook(const Run& run, std::string_view status, const jso
 
 boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
   {
-    std::lock_guard lock(state_->mu);
+    std::lock_guard lock(run->mu);
     run->record["status"] = "running";
     run->started_at = iso_timestamp_now();
     run->record["updated_at"] = run->started_at;
   }
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
-  // A cluster's saver and queue are in PostgreSQL: their synchronous work around the run goes
-  // to the pool, so that it holds no thread of the runs' executor.
-  ThreadPool* const blocking = cluster_ ? state_->plain_nodes.get() : nullptr;
   std::optional<std::string> head_before;
   std::string status = "success";
   json result;
   EventFormatter format(run->modes, run->graph->graph_id, run->run_id, *run->channel);
   try {
     if (saver && !run->config.thread_id.empty()) {
-      const auto head = [&] { return saver->latest_checkpoint_id(run->thread_id, ""); };
-      if (blocking) {
-        head_before = co_await on_pool(*blocking, head);
-      } else {
-        head_before = head();
-      }
+      head_before = saver->latest_checkpoint_id(run->thread_id, "");
     }
     format.start(run->input.is_null() ? run->command : run->input);
     ServedRun served{run->input,
@@ -149,7 +91,7 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
                      engine_modes(run->modes),
                      [&format](ServedEvent&& e) { format(std::move(e)); },
                      [channel = run->channel.get()] { return channel->wanted(); }};
-    served.config.plain_node_pool = state_->plain_nodes;
+    served.config.plain_node_pool = runtime_->plain_nodes;
     ServedRunResult outcome = co_await graph.arun(std::move(served));
     if (outcome.interrupted) {
       status = "interrupted";
@@ -169,22 +111,14 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
       result = {{"__error__", error}};
     }
   }
-  if (blocking) {
-    co_await on_pool(*blocking, [&] { conclude(run, status, std::move(result), head_before); });
-  } else {
-    conclude(run, status, std::move(result), head_before);
-  }
+  conclude(run, status, std::move(result), head_before);
 }
 
 void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, json result,
                           const std::optional<std::string>& head_before) {
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
-  std::string action;
-  {
-    std::lock_guard lock(state_->mu);
-    action = run->cancel_action;
-  }
+  const std::string action = run->cancelled_with();
   if (status == "interrupted" && result.is_null() && saver && action != "rollback") {
     try {  // a cancelled run's result: the state it stopped at (informative only)
       if (auto state = graph.state(run->config)) result = std::move(state->values);
@@ -212,83 +146,7 @@ void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, j
     }
     if (status != "error") status.clear();  // deleted
   }
-  finish(run, status, result);
-}
-
-void RunManager::finish(const std::shared_ptr<Run>& run, std::string_view status,
-                        const json& result) {
-  if (cluster_) {
-    cluster_->finish(run, status, result);
-    return;
-  }
-  std::shared_ptr<Run> next;
-  std::vector<std::shared_ptr<Run>> ready;
-  bool was_running = false;
-  bool delete_thread = false;
-  {
-    std::lock_guard lock(state_->mu);
-    was_running = run->running;
-    run->running = false;
-    if (was_running) {  // its slot is free; shutdown waits until this call is over (finishing)
-      --state_->executing;
-      ++state_->finishing;
-    }
-    auto queue_it = state_->queues.find(run->thread_id);
-    if (queue_it != state_->queues.end()) {
-      auto& queue = queue_it->second;
-      const bool was_front = !queue.empty() && queue.front() == run;
-      queue.erase(std::remove(queue.begin(), queue.end(), run), queue.end());
-      // The next run starts when this one held the thread (running, or waiting for its
-      // after_seconds at the front).
-      if (!queue.empty() && (was_running || was_front) && !state_->stopping &&
-          !queue.front()->running && begin_locked(queue.front())) {
-        next = queue.front();
-      }
-    }
-    state_->active.erase(run->run_id);
-    records_->remove(active_runs_namespace(), run->run_id);
-    if (run->resumable) keep_ended_resumable(*run);
-    if (status.empty()) {
-      records_->remove(runs_namespace(run->thread_id), run->run_id);
-    } else {
-      run->record["status"] = status;
-      run->record["updated_at"] = iso_timestamp_now();
-      save(*run);
-    }
-    ready = take_ready_locked();
-    const bool idle = queue_it == state_->queues.end() || queue_it->second.empty();
-    if (idle) {
-      if (queue_it != state_->queues.end()) state_->queues.erase(queue_it);
-      if (run->delete_thread_after) {
-        delete_thread = true;
-      } else {
-        const bool graph_interrupt = status == "interrupted" && !run->token.cancelled();
-        threads_.set_status(run->thread_id, status == "error" ? "error"
-                                            : graph_interrupt ? "interrupted"
-                                                              : "idle");
-      }
-    }
-  }
-  if (delete_thread) {
-    if (run->graph->graph->checkpointer()) {
-      try {
-        run->graph->graph->delete_thread(run->thread_id);
-      } catch (const std::exception&) {
-        // A temporary thread left behind costs space only.
-      }
-    }
-    remove_run_records(run->thread_id);
-    threads_.remove_record(run->thread_id);
-  }
-  run->channel->finish(result);
-  if (was_running) send_webhook(*run, status, result);
-  if (next) launch(next);
-  for (auto& r : ready) launch(std::move(r));
-  if (was_running) {
-    std::lock_guard lock(state_->mu);
-    --state_->finishing;
-    state_->drained.notify_all();
-  }
+  queue_->finish(run, status, result);
 }
 
 }  // namespace sg::server

@@ -1,11 +1,7 @@
-// Runs of the LangGraph Server API: one active run per thread, later runs queued (enqueue) or
-// refused (reject), or the active ones cancelled first (interrupt, rollback). Starting and
-// executing them is run_execution.cpp; they publish their events to a RunChannel that SSE
-// streams, waits and joins read. Run records live in the record store under
-// ("stategraph", "runs", thread_id): written when a run is created and when it ends (the in-memory
-// record is the truth while it is active). A small marker under ("stategraph", "active_runs") names
-// each unfinished run, so that start-up finds the runs a crash left behind without reading every
-// record. Reading and steering runs (list, get, join, cancel, delete) is run_access.cpp.
+// Runs of the LangGraph Server API: a create request is parsed into a run, admitted by the run
+// queue (local_run_queue.cpp in this process, cluster.cpp in PostgreSQL) and answered; reading
+// and steering runs goes to the queue too. Executing them is run_execution.cpp; they publish
+// their events to a RunChannel that SSE streams, waits and joins read.
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/time.hpp>
@@ -21,8 +17,9 @@
 
 #include "api.hpp"
 #include "cluster.hpp"
+#include "local_run_queue.hpp"
 #include "run_events.hpp"
-#include "runs_state.hpp"
+#include "run_queue.hpp"
 #include "webhook.hpp"
 
 namespace sg::server {
@@ -63,155 +60,9 @@ std::string one_of(const json& body, const char* name, std::initializer_list<con
       422, fmt::format("'{}' must be one of {}, got '{}'", name, fmt::join(allowed, ", "), value)};
 }
 
-}  // namespace
-
-std::optional<Durability> durability_named(std::string_view name) {
-  if (name == "sync") return Durability::sync;
-  if (name == "async") return Durability::async;
-  if (name == "exit") return Durability::exit;
-  return std::nullopt;
-}
-
-std::string_view durability_name(const std::optional<Durability>& durability) {
-  if (!durability) return "";
-  switch (*durability) {
-    case Durability::sync:
-      return "sync";
-    case Durability::async:
-      return "async";
-    case Durability::exit:
-      return "exit";
-  }
-  return "";
-}
-
-RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
-                       RunLimits limits, const ClusterOptions* cluster)
-    : api_(api),
-      threads_(threads),
-      records_(std::move(records)),
-      state_(std::make_unique<State>(limits)) {
-  if (cluster != nullptr) {
-    // The queue is in the database: the runs of a process that died are swept back into it.
-    cluster_ = std::make_unique<Cluster>(*this, *cluster);
-    return;
-  }
-  // Runs do not survive this process: the runs a crash left unfinished are marked as failed,
-  // and their threads are idle again.
-  for (const auto& marker : all_records(*records_, active_runs_namespace())) {
-    const std::string thread_id = marker.item.value.value("thread_id", std::string());
-    if (auto item = records_->get(runs_namespace(thread_id), marker.item.key)) {
-      json& run = item->value;
-      const std::string status = run.value("status", std::string());
-      if (status == "pending" || status == "running") {
-        run["status"] = "error";
-        run["updated_at"] = iso_timestamp_now();
-        records_->put(runs_namespace(thread_id), marker.item.key, run);
-      }
-    }
-    threads_.set_status(thread_id, "idle");
-    records_->remove(active_runs_namespace(), marker.item.key);
-  }
-}
-
-RunManager::~RunManager() {
-  shutdown();
-}
-
-void RunManager::shutdown() {
-  {
-    std::unique_lock lock(state_->mu);
-    state_->stopping = true;
-    for (auto& [id, run] : state_->active) run->token.cancel();
-  }
-  if (cluster_) cluster_->stop_runs();
-  state_->delayed_changed.notify_all();
-  if (state_->timer.joinable()) state_->timer.join();
-  std::unique_lock lock(state_->mu);
-  state_->drained.wait(lock, [&] { return state_->executing == 0 && state_->finishing == 0; });
-  lock.unlock();
-  if (cluster_) cluster_->shutdown();
-}
-
-std::vector<SearchItem> RunManager::run_records(const std::string& thread_id) const {
-  return all_records(*records_, runs_namespace(thread_id));
-}
-
-void RunManager::remove_run_records(const std::string& thread_id) const {
-  for (const auto& hit : run_records(thread_id)) {
-    records_->remove(runs_namespace(thread_id), hit.item.key);
-  }
-}
-
-void RunManager::keep_ended_resumable(const Run& run) {
-  state_->ended_resumable[run.run_id] = run.channel;
-  state_->ended_resumable_order.push_back(run.run_id);
-  if (state_->ended_resumable_order.size() > State::kEndedResumable) {
-    state_->ended_resumable.erase(state_->ended_resumable_order.front());
-    state_->ended_resumable_order.pop_front();
-  }
-}
-
-void RunManager::save(const Run& run) const {
-  records_->put(runs_namespace(run.thread_id), run.run_id, run.record);
-}
-
-bool RunManager::busy(const std::string& thread_id) const {
-  if (cluster_) return cluster_->busy(thread_id);
-  std::lock_guard lock(state_->mu);
-  const auto it = state_->queues.find(thread_id);
-  return it != state_->queues.end() && !it->second.empty();
-}
-
-ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequest& request,
-                               std::optional<RunFollow::Kind> kind) {
-  const json body = body_object(request);
-  const std::string assistant_id = string_field(body, "assistant_id");
-  if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
-  const AssistantRegistry::Resolved resolved = api_.assistant(assistant_id);
-  const GraphEntry& graph = *resolved.graph;
-  const json& assistant = resolved.assistant;
-  const bool stateless = given_thread_id.empty();
-  const std::string multitask =
-      one_of(body, "multitask_strategy", {"reject", "interrupt", "rollback", "enqueue"});
-  const std::string if_not_exists = one_of(body, "if_not_exists", {"reject", "create"});
-  const std::string on_disconnect = one_of(body, "on_disconnect", {"continue", "cancel"});
-  const std::string on_completion = one_of(body, "on_completion", {"delete", "keep"});
-
-  auto run = std::make_shared<Run>();
-  run->run_id = new_uuid4();
-  run->stateless = stateless;
-  run->graph = &graph;
-  run->modes = stream_modes_field(body);
-  run->cancel_on_disconnect = on_disconnect == "cancel";
-  if (const auto it = body.find("stream_resumable"); it != body.end() && !it->is_null()) {
-    if (!it->is_boolean()) throw ApiError{422, "'stream_resumable' must be a boolean"};
-    run->resumable = it->get<bool>() && !stateless;
-  }
-  if (run->resumable) run->keep_events = run->channel->listen();
-  run->streamed = kind == RunFollow::Kind::stream;
-  run->input = body.value("input", json());
-  run->command = body.value("command", json());
-  run->webhook = string_field(body, "webhook");
-  if (!run->webhook.empty() && !valid_webhook(run->webhook)) {
-    throw ApiError{422, "'webhook' must be an http:// or https:// URL or a path of this server"};
-  }
-  std::chrono::microseconds delay{0};  // after_seconds
-  if (const auto it = body.find("after_seconds"); it != body.end() && !it->is_null()) {
-    // A year at most: further is a typo, and the wait must fit a steady_clock duration.
-    if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 366 * 86400.0) {
-      throw ApiError{422, "'after_seconds' must be a number of seconds from 0 to 31622400"};
-    }
-    delay = std::chrono::duration_cast<std::chrono::microseconds>(
-        std::chrono::duration<double>(it->get<double>()));
-  }
-  run->start_at = std::chrono::steady_clock::now() + delay;
-  if (!run->command.is_null() && !run->command.is_object()) {
-    throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
-  }
-  graph.graph->check_input(run->input, run->command);  // 422 now rather than a failed run
-  const json user_metadata = metadata_field(body);
-  RunConfig& config = run->config;
+/// The configuration of a run from a create `body` over its `assistant`'s (the run's keys win):
+/// fills `config` and returns its `configurable`. Throws ApiError 422 for a bad field.
+json read_config(const json& body, const json& assistant, RunConfig& config) {
   json configurable = json::object();
   bool run_recursion_limit = false;
   if (const auto it = body.find("config"); it != body.end() && !it->is_null()) {
@@ -263,6 +114,128 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
     config.stream_subgraphs = it->get<bool>();
   }
   config.durability = durability_field(body);
+  return configurable;
+}
+}  // namespace
+
+std::optional<Durability> durability_named(std::string_view name) {
+  if (name == "sync") return Durability::sync;
+  if (name == "async") return Durability::async;
+  if (name == "exit") return Durability::exit;
+  return std::nullopt;
+}
+
+std::string_view durability_name(const std::optional<Durability>& durability) {
+  if (!durability) return "";
+  switch (*durability) {
+    case Durability::sync:
+      return "sync";
+    case Durability::async:
+      return "async";
+    case Durability::exit:
+      return "exit";
+  }
+  return "";
+}
+
+RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<Store> records,
+                       RunLimits limits, const ClusterOptions* cluster)
+    : api_(api),
+      threads_(threads),
+      records_(std::move(records)),
+      runtime_(std::make_unique<RunRuntime>(limits, cluster != nullptr)),
+      slots_(std::make_unique<RunSlots>(limits.max_runs)),
+      ended_(std::make_unique<EndedStreams>()) {
+  RunQueue::Host host{api_,
+                      threads_,
+                      *records_,
+                      *slots_,
+                      *ended_,
+                      [this](std::shared_ptr<Run> run) { launch(std::move(run)); },
+                      [this](const Run& run, std::string_view status, const json& result) {
+                        send_webhook(run, status, result);
+                      }};
+  if (cluster != nullptr) {
+    queue_ = std::make_unique<PostgresRunQueue>(std::move(host), *cluster);
+  } else {
+    queue_ = std::make_unique<LocalRunQueue>(std::move(host));
+  }
+}
+
+RunManager::~RunManager() {
+  shutdown();
+}
+
+void RunManager::shutdown() {
+  slots_->stop();
+  queue_->stop();
+  slots_->drain();
+  queue_->shutdown();
+}
+
+bool RunManager::busy(const std::string& thread_id) const {
+  return queue_->busy(thread_id);
+}
+
+ApiResponse RunManager::create(const std::string& thread_id, const ApiRequest& request,
+                               std::optional<RunFollow::Kind> kind) {
+  const std::shared_ptr<Run> run = parse(thread_id, body_object(request), kind);
+  const json record = run->record;  // as created: its execution changes it from now on
+  std::shared_ptr<void> listening;
+  if (kind == RunFollow::Kind::stream) listening = run->channel->listen();  // before it starts
+  queue_->create(run, record["multitask_strategy"].get<std::string>());
+  return respond(run, record, kind, std::move(listening));
+}
+
+std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const json& body,
+                                       std::optional<RunFollow::Kind> kind) {
+  const std::string assistant_id = string_field(body, "assistant_id");
+  if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
+  const AssistantRegistry::Resolved resolved = api_.assistant(assistant_id);
+  const GraphEntry& graph = *resolved.graph;
+  const json& assistant = resolved.assistant;
+  const bool stateless = given_thread_id.empty();
+  const std::string multitask =
+      one_of(body, "multitask_strategy", {"reject", "interrupt", "rollback", "enqueue"});
+  const std::string if_not_exists = one_of(body, "if_not_exists", {"reject", "create"});
+  const std::string on_disconnect = one_of(body, "on_disconnect", {"continue", "cancel"});
+  const std::string on_completion = one_of(body, "on_completion", {"delete", "keep"});
+
+  auto run = std::make_shared<Run>();
+  run->run_id = new_uuid4();
+  run->stateless = stateless;
+  run->graph = &graph;
+  run->modes = stream_modes_field(body);
+  run->cancel_on_disconnect = on_disconnect == "cancel";
+  if (const auto it = body.find("stream_resumable"); it != body.end() && !it->is_null()) {
+    if (!it->is_boolean()) throw ApiError{422, "'stream_resumable' must be a boolean"};
+    run->resumable = it->get<bool>() && !stateless;
+  }
+  if (run->resumable) run->keep_events = run->channel->listen();
+  run->streamed = kind == RunFollow::Kind::stream;
+  run->input = body.value("input", json());
+  run->command = body.value("command", json());
+  run->webhook = string_field(body, "webhook");
+  if (!run->webhook.empty() && !valid_webhook(run->webhook)) {
+    throw ApiError{422, "'webhook' must be an http:// or https:// URL or a path of this server"};
+  }
+  std::chrono::microseconds delay{0};  // after_seconds
+  if (const auto it = body.find("after_seconds"); it != body.end() && !it->is_null()) {
+    // A year at most: further is a typo, and the wait must fit a steady_clock duration.
+    if (!it->is_number() || !(it->get<double>() >= 0) || it->get<double>() > 366 * 86400.0) {
+      throw ApiError{422, "'after_seconds' must be a number of seconds from 0 to 31622400"};
+    }
+    delay = std::chrono::duration_cast<std::chrono::microseconds>(
+        std::chrono::duration<double>(it->get<double>()));
+  }
+  run->start_at = std::chrono::steady_clock::now() + delay;
+  if (!run->command.is_null() && !run->command.is_object()) {
+    throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
+  }
+  graph.graph->check_input(run->input, run->command);  // 422 now rather than a failed run
+  const json user_metadata = metadata_field(body);
+  RunConfig& config = run->config;
+  json configurable = read_config(body, assistant, config);
   config.cancellation = run->token;
   config.run_id = run->run_id;
 
@@ -320,68 +293,25 @@ ApiResponse RunManager::create(const std::string& given_thread_id, const ApiRequ
                  {"multitask_strategy", multitask},
                  {"created_at", created_at},
                  {"updated_at", now}};
+  run->thread_metadata = graph_metadata;
   run->channel->publish("", "metadata", {{"run_id", run->run_id}, {"attempt", 1}});
-  std::shared_ptr<void> listening;
-  if (kind == RunFollow::Kind::stream) listening = run->channel->listen();  // before it starts
+  return run;
+}
 
-  bool start_now = false;
-  json created_record;
-  std::vector<std::shared_ptr<Run>> dropped;  // pending runs cancelled by this one
-  if (cluster_) {
-    {
-      std::lock_guard lock(state_->mu);
-      if (state_->stopping) throw ApiError{503, "the server is stopping"};
-    }
-    created_record = run->record;  // the worker changes run->record from now on
-    threads_.set_status(thread_id, "busy", graph_metadata);  // its metadata
-    cluster_->enqueue(run, multitask);
-  } else {
-    std::lock_guard lock(state_->mu);
-    if (state_->stopping) throw ApiError{503, "the server is stopping"};
-    auto& queue = state_->queues[thread_id];
-    if (!queue.empty()) {
-      if (multitask == "reject") {
-        throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy "
-                                        "reject)",
-                                        thread_id, queue.front()->run_id)};
-      }
-      if (multitask == "interrupt" || multitask == "rollback") {
-        for (auto it = queue.begin(); it != queue.end();) {
-          (*it)->cancel_action = multitask;
-          if ((*it)->running) {
-            (*it)->token.cancel();
-            ++it;
-          } else {
-            dropped.push_back(*it);
-            it = queue.erase(it);
-          }
-        }
-      }
-    }
-    created_record = run->record;  // the worker changes run->record from now on
-    queue.push_back(run);
-    state_->active[run->run_id] = run;
-    save(*run);
-    records_->put(active_runs_namespace(), run->run_id, {{"thread_id", thread_id}});
-    threads_.set_status(thread_id, "busy", graph_metadata);
-    start_now = queue.size() == 1 && begin_locked(run);
-  }
-  for (const auto& pending : dropped) {
-    finish(pending, pending->cancel_action == "rollback" ? "" : "interrupted", json::object());
-  }
-  if (start_now) launch(run);
-
+ApiResponse RunManager::respond(const std::shared_ptr<Run>& run, const json& record,
+                                std::optional<RunFollow::Kind> kind,
+                                std::shared_ptr<void> listening) {
   ApiResponse response;
-  const std::string location = stateless
-                                   ? fmt::format("/runs/{}", run->run_id)
-                                   : fmt::format("/threads/{}/runs/{}", thread_id, run->run_id);
+  const std::string location =
+      run->stateless ? fmt::format("/runs/{}", run->run_id)
+                     : fmt::format("/threads/{}/runs/{}", run->thread_id, run->run_id);
   if (!kind) {
-    response = json_response(created_record);
+    response = json_response(record);
   } else {
     response.follow = std::make_shared<RunFollow>();
     response.follow->kind = *kind;
     response.follow->channel = run->channel;
-    response.follow->event_ids = !stateless;
+    response.follow->event_ids = !run->stateless;
     response.follow->listening = std::move(listening);
     if (run->cancel_on_disconnect) {
       std::weak_ptr<Run> weak = run;

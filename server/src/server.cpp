@@ -1,6 +1,11 @@
 // sg::Server: the network side (Boost.Beast on Boost.Asio coroutines); the endpoints are in
 // api.cpp.
+// clang-format off
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
+// clang-format on
+
 #include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/core/detail/on_pool.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/server.hpp>
@@ -29,7 +34,6 @@
 #include <atomic>
 #include <limits>
 #include <thread>
-#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
 
@@ -87,6 +91,9 @@ struct Server::Impl {
   net::io_context io;
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
+  /// Where requests are answered when the API's storage blocks (a cluster: PostgreSQL), so that
+  /// a network thread never waits on the database; null: on the network threads.
+  std::unique_ptr<ThreadPool> request_pool;
   std::atomic<std::size_t> connections{0};
   std::uint16_t port = 0;  // bound port, set before the threads start
   bool running = false;
@@ -320,7 +327,15 @@ struct Server::Impl {
       const http::request<http::string_body>& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
-      server::ApiResponse response = answer(req);
+      // An if rather than ?: with co_await inside: g++ 12 miscompiles co_await in expressions.
+      server::ApiResponse response;
+      if (request_pool) {
+        server::ApiResponse answered =
+            co_await detail::on_pool(*request_pool, [this, &req] { return answer(req); });
+        response = std::move(answered);
+      } else {
+        response = answer(req);
+      }
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
         if (!usable) break;
@@ -441,6 +456,9 @@ void Server::start() {
     acceptor.close();
     throw;
   }
+  if (!options.cluster.conninfo.empty()) {
+    impl_->request_pool = std::make_unique<ThreadPool>(options.sync_node_workers);
+  }
   impl_->port = acceptor.local_endpoint().port();
   // Webhooks given as a path come back here (through loopback when bound to every address).
   const std::string self_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host == "::" ? "::1" : o.host;
@@ -463,6 +481,7 @@ void Server::stop() {
   impl_->threads.clear();
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
+  impl_->request_pool.reset();  // answers what it holds, with the API still there
   impl_->api.reset();
   impl_->running = false;
 }

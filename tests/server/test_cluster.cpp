@@ -225,3 +225,35 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
           std::vector<std::string>{"sleep:500", "echo: sleep:500"});
   }
 }
+
+TEST_CASE("cluster: a join-stream gets the events of a run another server executes") {
+  // A run created on `a` while `a` has no free slot is executed by `b`; a join-stream on either
+  // server must get its events (once none came: `a` never asked `b` to forward them).
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  sg::ServerOptions one_slot = cluster_options(cluster.conninfo());
+  one_slot.max_runs = 1;
+  Served a(std::move(one_slot));
+  Served b(cluster_options(cluster.conninfo()));
+  const std::string busy_thread = a.new_thread();
+  const std::string busy_id =
+      a.post_json("/threads/" + busy_thread + "/runs",
+                  {{"assistant_id", "agent"}, {"input", human_input("sleep:60000")}})["run_id"];
+  REQUIRE(eventually([&] { return run_status(a, busy_thread, busy_id) == "running"; }));
+  for (int round = 0; round < 8; ++round) {
+    CAPTURE(round);
+    const std::string thread_id = a.new_thread();
+    const std::string text = "sleep:" + std::to_string(400 + 10 * round);
+    const std::string run_id = a.post_json("/threads/" + thread_id + "/runs",
+                                           {{"assistant_id", "agent"},
+                                            {"input", human_input(text)},
+                                            {"stream_mode", json::array({"values"})}})["run_id"];
+    REQUIRE(eventually([&] { return run_status(b, thread_id, run_id) == "running"; }));
+    Served& joiner = round % 2 == 0 ? a : b;  // the creator, or the server executing it
+    const auto stream = joiner.get("/threads/" + thread_id + "/runs/" + run_id + "/stream");
+    REQUIRE(stream.status == 200);
+    CHECK(stream.body.find("event: values") != std::string::npos);
+    CHECK(stream.body.find("\"echo: " + text + "\"") != std::string::npos);
+  }
+  (void)a.post("/threads/" + busy_thread + "/runs/" + busy_id + "/cancel?wait=1", "");
+}
