@@ -1,8 +1,12 @@
-// Serves your own graph over the LangGraph Server API, so that the official SDKs
-// (@langchain/langgraph-sdk, langgraph-sdk) and chat UIs drive it: threads, runs, streams,
+// Serves your own graphs over the LangGraph Server API, so that the official SDKs
+// (@langchain/langgraph-sdk, langgraph-sdk) and chat UIs drive them: threads, runs, streams,
 // interrupts and the store, all kept in RocksDB under DIR across restarts.
 //
 //   serve_graph [DIR] [PORT]        (defaults: serve_graph-data, 2024; port 0 picks a free one)
+//
+// Graph "agent" answers each message with a plain node. Graph "chat", served when
+// OPENAI_BASE_URL or OPENAI_API_KEY is set, asks a model (any OpenAI-compatible server) from a
+// coroutine node.
 //
 // Then, from JavaScript:
 //   const client = new Client({ apiUrl: "http://127.0.0.1:2024" });
@@ -10,6 +14,8 @@
 //   await client.runs.wait(thread.thread_id, "agent",
 //                          { input: { messages: [{ role: "user", content: "hello" }] } });
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/core/async.hpp>
+#include <stategraph/models/openai.hpp>
 #include <stategraph/server/server.hpp>
 #include <stategraph/stategraph.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
@@ -17,9 +23,19 @@
 #include <pthread.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <memory>
 #include <string>
+
+// A coroutine node: while the model answers, the run holds no thread, so one server keeps
+// thousands of conversations waiting on models at once. Cancelling the run aborts the request.
+boost::asio::awaitable<sg::Update<sg::MessagesState>> ask_model(
+    std::shared_ptr<const sg::ChatModel> model, const sg::MessagesState& s) {
+  sg::Message reply = co_await model->ainvoke(s.messages);
+  co_return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(std::move(reply));
+}
 
 int main(int argc, char** argv) {
   const std::string dir = argc > 1 ? argv[1] : "serve_graph-data";
@@ -40,6 +56,15 @@ int main(int argc, char** argv) {
                      .store = sg::RocksDbStore::open(dir + "/store"),
                      .records = sg::RocksDbStore::open(dir + "/records")});
   server.add_graph("agent", sg::served_graph(std::move(graph)));  // compiled with the above
+
+  if (std::getenv("OPENAI_BASE_URL") != nullptr || std::getenv("OPENAI_API_KEY") != nullptr) {
+    std::shared_ptr<const sg::ChatModel> model =
+        std::make_shared<sg::OpenAIChatModel>(sg::OpenAIConfig::from_env());
+    sg::StateGraph<sg::MessagesState> chat;
+    chat.add_node("model", [model](const sg::MessagesState& s) { return ask_model(model, s); });
+    chat.add_edge(sg::START, "model").add_edge("model", sg::END);
+    server.add_graph("chat", sg::served_graph(std::move(chat)));
+  }
 
   // Serve on background threads until Ctrl-C or SIGTERM.
   sigset_t stop;

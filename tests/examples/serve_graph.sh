@@ -1,12 +1,19 @@
 #!/bin/sh
 # Runs examples/serve_graph on a free port, drives it over HTTP (a thread, a run, the thread's
 # state), stops it with SIGTERM, restarts it on the same directory and checks the thread is
-# still there.
+# still there. With the loopback model (sg-loopback-openai, the second argument) as its
+# OpenAI-compatible server, the "chat" graph's coroutine node answers a run too.
 set -eu
 prog=$1
+model=$2
 dir=$(mktemp -d)
 pid=
-cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; rm -rf "$dir"; }
+model_pid=
+cleanup() {
+  [ -n "$pid" ] && kill "$pid" 2>/dev/null
+  [ -n "$model_pid" ] && kill "$model_pid" 2>/dev/null
+  rm -rf "$dir"
+}
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$dir/out" ] && cat "$dir/out" >&2; exit 1; }
 start() {
@@ -25,12 +32,25 @@ stop() {
   pid=
   grep -qx stopped "$dir/out" || fail "no 'stopped' line"
 }
+"$model" --delay-ms 50 > "$dir/model.out" 2>&1 &
+model_pid=$!
+for _ in $(seq 1 200); do
+  model_url=$(sed -n 's/^listening on \(http:.*\)$/\1/p' "$dir/model.out")
+  [ -n "$model_url" ] && break
+  sleep 0.05
+done
+[ -n "$model_url" ] || fail "the loopback model did not start"
+export OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test
 start
 thread=$(curl -sf -X POST "$url/threads" -d '{}' | sed -n 's/.*"thread_id":"\([^"]*\)".*/\1/p')
 [ -n "$thread" ] || fail "no thread id"
 reply=$(curl -sf -X POST "$url/threads/$thread/runs/wait" \
   -d '{"assistant_id":"agent","input":{"messages":[{"role":"user","content":"hello"}]}}')
 echo "$reply" | grep -q '"content":"echo: hello"' || fail "no echo in: $reply"
+reply=$(curl -sf -X POST "$url/runs/wait" \
+  -d '{"assistant_id":"chat","input":{"messages":[{"role":"user","content":"hi model"}]}}')
+echo "$reply" | grep -q '"type":"ai"' || fail "no model reply in: $reply"
+echo "$reply" | grep -q 'echo: hi model' || fail "not the model's reply: $reply"
 stop
 start
 state=$(curl -sf "$url/threads/$thread/state")
