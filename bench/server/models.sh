@@ -9,10 +9,13 @@
 #
 #   bench/server/models.sh [--quick] [--delay-ms MS] [--concurrency 1,64,512,2000]
 #       [--duration S] [--warmup S] [--streams N] [--graphs summarize_and_trim,react_agent]
-#       [--storage rocksdb,postgres,postgres3] [--only stategraph|reference]
+#       [--storage rocksdb,postgres,postgres3] [--scenarios wait,streams]
+#       [--only stategraph|reference]
 #       [--stategraph PATH] [--loopback PATH] [--serve-args "ARGS"] [--out FILE]
 #
 # --quick       a smoke run: 64 and 512 clients, 3 s windows, 200 streams, rocksdb only
+# --scenarios   wait (the concurrency levels), streams (model_streams); default both. The
+#               10,000 runs on a 10 s model: --delay-ms 10000 --scenarios streams --streams 10000
 # --storage     rocksdb: one process on RocksDB; postgres: one process on a throwaway PostgreSQL
 #               15; postgres3: three processes on one database, the clients spread over them
 # --stategraph  the binary (default build/cli/stategraph); --loopback: the model server
@@ -33,6 +36,7 @@ concurrency=1,64,512,2000
 duration=10
 warmup=3
 streams=2000
+scenarios=wait,streams
 graphs=summarize_and_trim,react_agent
 storage=rocksdb,postgres,postgres3
 only=""
@@ -48,6 +52,7 @@ while [[ $# -gt 0 ]]; do
     --duration) duration="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --streams) streams="$2"; shift 2 ;;
+    --scenarios) scenarios="$2"; shift 2 ;;
     --graphs) graphs="$2"; shift 2 ;;
     --storage) storage="$2"; shift 2 ;;
     --only) only="$2"; shift 2 ;;
@@ -55,7 +60,7 @@ while [[ $# -gt 0 ]]; do
     --loopback) loopback_src="$2"; shift 2 ;;
     --serve-args) serve_args="$2"; shift 2 ;;
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "models.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -184,17 +189,21 @@ if [[ "$only" != "reference" ]]; then
       fi
       urls_csv="$(IFS=,; echo "${urls[*]}")"
       pids_csv="$(IFS=,; echo "${sg_pids[*]}")"
-      run_client stategraph "$store" "$graph" "$urls_csv" "$pids_csv" "${wait_args[@]}" \
-        --model-stats "$model_url"
-      run_client stategraph "$store" "$graph" "$urls_csv" "$pids_csv" "${stream_args[@]}" \
-        --model-stats "$model_url"
+      if [[ ",$scenarios," == *",wait,"* ]]; then
+        run_client stategraph "$store" "$graph" "$urls_csv" "$pids_csv" "${wait_args[@]}" \
+          --model-stats "$model_url"
+      fi
+      if [[ ",$scenarios," == *",streams,"* ]]; then
+        run_client stategraph "$store" "$graph" "$urls_csv" "$pids_csv" "${stream_args[@]}" \
+          --model-stats "$model_url"
+      fi
       stop_stategraph
     done
   done
 fi
 if [[ "$only" != "stategraph" ]]; then
   echo "models.sh: the official dev server, echo graph with sleep:$delay_ms" >&2
-  for args in wait stream; do
+  for args in ${scenarios//,/ }; do
     if ! start_reference; then
       echo '{"server":"reference","scenario":"start_failed"}' | tee -a "$results"
       break
