@@ -11,6 +11,14 @@ endif()
 
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
 
+# gold (binutils) links the large test and CLI binaries in half to two thirds of ld.bfd's time
+# (docs/benchmarks.md, "Build time").
+include(CheckLinkerFlag)
+check_linker_flag(CXX -fuse-ld=gold SG_HAS_GOLD)
+if(SG_HAS_GOLD)
+  add_link_options(-fuse-ld=gold)
+endif()
+
 if(SG_FUZZ)
   if(NOT CMAKE_CXX_COMPILER_ID STREQUAL "Clang")
     message(FATAL_ERROR "SG_FUZZ needs clang (CXX=clang++; scripts/fuzz does it)")
@@ -26,6 +34,9 @@ endif()
 if(SG_SANITIZE)
   add_compile_options(-fsanitize=${SG_SANITIZE} -fno-omit-frame-pointer -fno-sanitize-recover=all)
   add_link_options(-fsanitize=${SG_SANITIZE})
+  # Line tables are all a sanitizer report needs (file:line in its stacks): the libraries, the CLI
+  # and the examples too, not only the tests (docs/benchmarks.md, "Build time").
+  add_compile_options(-g1)
   if(SG_SANITIZE MATCHES "thread" AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # Boost.Asio uses std::atomic_thread_fence, which g++ warns TSan cannot check.
     add_compile_options(-Wno-tsan)

@@ -124,8 +124,7 @@ if [[ "$only" != "reference" ]]; then
   done
   [[ -n "$model_url" ]] || { echo "models.sh: the loopback model did not start" >&2; exit 1; }
   if [[ ",$storage," == *",postgres"* ]]; then
-    mkdir -p "$work/pg"
-    pg_throwaway_start "$work/pg" 54351 -c max_connections=400 -c fsync=off || exit 1
+    pg_throwaway_start "$work" 54351 -c max_connections=400 -c fsync=off || exit 1
   fi
 fi
 
@@ -137,8 +136,8 @@ start_stategraph_on() {
   case "$kind" in
     rocksdb) db="$work/rocksdb-$db_count" ;;
     postgres|postgres3)
-      "${pg_as[@]}" "$pg_bin/createdb" -h "$work/pg" -p 54351 -U postgres "bench$db_count" || return 1
-      db="postgresql:///bench$db_count?host=$work/pg&port=54351&user=postgres"
+      "${pg_as[@]}" "$pg_bin/createdb" -h "$work" -p 54351 -U postgres "bench$db_count" || return 1
+      db="postgresql:///bench$db_count?host=$work&port=54351&user=postgres"
       [[ "$kind" == postgres3 ]] && n=3
       ;;
     *) echo "models.sh: unknown storage $kind" >&2; return 1 ;;

@@ -441,6 +441,7 @@ class RunManager {
   std::unique_ptr<RunSlots> slots_;
   std::unique_ptr<EndedStreams> ended_;
   std::unique_ptr<WebhookSender> webhooks_ = std::make_unique<WebhookSender>();
+  bool clustered_ = false;  // the queue and the savers are in PostgreSQL (blocking work)
   std::unique_ptr<RunQueue> queue_;
 };
 

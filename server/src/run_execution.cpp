@@ -76,13 +76,21 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
   }
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
+  // A cluster's saver and queue are in PostgreSQL: their synchronous work around the run goes
+  // to the pool, so that it holds no thread of the runs' executor.
+  ThreadPool* const blocking = clustered_ ? runtime_->plain_nodes.get() : nullptr;
   std::optional<std::string> head_before;
   std::string status = "success";
   json result;
   EventFormatter format(run->modes, run->graph->graph_id, run->run_id, *run->channel);
   try {
     if (saver && !run->config.thread_id.empty()) {
-      head_before = saver->latest_checkpoint_id(run->thread_id, "");
+      const auto head = [&] { return saver->latest_checkpoint_id(run->thread_id, ""); };
+      if (blocking) {
+        head_before = co_await on_pool(*blocking, head);
+      } else {
+        head_before = head();
+      }
     }
     format.start(run->input.is_null() ? run->command : run->input);
     ServedRun served{run->input,
@@ -111,7 +119,11 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
       result = {{"__error__", error}};
     }
   }
-  conclude(run, status, std::move(result), head_before);
+  if (blocking) {
+    co_await on_pool(*blocking, [&] { conclude(run, status, std::move(result), head_before); });
+  } else {
+    conclude(run, status, std::move(result), head_before);
+  }
 }
 
 void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, json result,

@@ -244,24 +244,21 @@ class RunQueue {
   Host host_;
 };
 
-/// Where RunManager executes runs: the server's executor, or an io_context of its own. Its own
-/// has a thread per core without a server, and `sync_workers` threads when the runs' storage
-/// blocks (`blocking`: PostgreSQL, whose libpq calls then hold one of those threads, never a
-/// network thread, while the other runs go on on the rest). The plain nodes of every run go to a
-/// pool of their own.
+/// Where RunManager executes runs: the server's executor, or an io_context of its own with a
+/// thread per core; the plain nodes of every run (and a cluster's blocking database work around
+/// a run) on a pool of their own.
 struct RunRuntime {
-  RunRuntime(const RunLimits& limits, bool blocking)
+  explicit RunRuntime(const RunLimits& limits)
       : plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
-    if (limits.executor && !blocking) {
+    if (limits.executor) {
       executor = *limits.executor;
       return;
     }
     own_io = std::make_unique<boost::asio::io_context>();
     work.emplace(own_io->get_executor());
     executor = own_io->get_executor();
-    const std::size_t threads = blocking ? std::max<std::size_t>(limits.sync_workers, 1)
-                                         : std::max(1U, std::thread::hardware_concurrency());
-    for (std::size_t i = 0; i < threads; ++i) io_threads.emplace_back([this] { own_io->run(); });
+    const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
+    for (unsigned i = 0; i < cores; ++i) io_threads.emplace_back([this] { own_io->run(); });
   }
   ~RunRuntime() {
     if (!own_io) return;

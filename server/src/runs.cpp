@@ -143,9 +143,10 @@ RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<
     : api_(api),
       threads_(threads),
       records_(std::move(records)),
-      runtime_(std::make_unique<RunRuntime>(limits, cluster != nullptr)),
+      runtime_(std::make_unique<RunRuntime>(limits)),
       slots_(std::make_unique<RunSlots>(limits.max_runs)),
-      ended_(std::make_unique<EndedStreams>()) {
+      ended_(std::make_unique<EndedStreams>()),
+      clustered_(cluster != nullptr) {
   RunQueue::Host host{api_,
                       threads_,
                       *records_,

@@ -5,7 +5,6 @@
 // clang-format on
 
 #include <stategraph/checkpoint/memory_saver.hpp>
-#include <stategraph/core/detail/on_pool.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/server.hpp>
@@ -91,9 +90,6 @@ struct Server::Impl {
   net::io_context io;
   tcp::acceptor acceptor{io};
   std::vector<std::thread> threads;
-  /// Where requests are answered when the API's storage blocks (a cluster: PostgreSQL), so that
-  /// a network thread never waits on the database; null: on the network threads.
-  std::unique_ptr<ThreadPool> request_pool;
   std::atomic<std::size_t> connections{0};
   std::uint16_t port = 0;  // bound port, set before the threads start
   bool running = false;
@@ -327,15 +323,7 @@ struct Server::Impl {
       const http::request<http::string_body>& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
-      // An if rather than ?: with co_await inside: g++ 12 miscompiles co_await in expressions.
-      server::ApiResponse response;
-      if (request_pool) {
-        server::ApiResponse answered =
-            co_await detail::on_pool(*request_pool, [this, &req] { return answer(req); });
-        response = std::move(answered);
-      } else {
-        response = answer(req);
-      }
+      server::ApiResponse response = answer(req);
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
         if (!usable) break;
@@ -456,9 +444,6 @@ void Server::start() {
     acceptor.close();
     throw;
   }
-  if (!options.cluster.conninfo.empty()) {
-    impl_->request_pool = std::make_unique<ThreadPool>(options.sync_node_workers);
-  }
   impl_->port = acceptor.local_endpoint().port();
   // Webhooks given as a path come back here (through loopback when bound to every address).
   const std::string self_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host == "::" ? "::1" : o.host;
@@ -481,7 +466,6 @@ void Server::stop() {
   impl_->threads.clear();
   boost::system::error_code ec;
   impl_->acceptor.close(ec);
-  impl_->request_pool.reset();  // answers what it holds, with the API still there
   impl_->api.reset();
   impl_->running = false;
 }

@@ -66,9 +66,8 @@ struct ServerOptions {
   /// coroutines (ServedGraph::arun): one that waits on a coroutine node (a model, a tool, a
   /// timer) holds no thread.
   std::size_t max_runs = 10000;
-  /// Threads that run the plain (synchronous) nodes of every run (RunConfig::plain_node_pool).
-  /// With a cluster, whose PostgreSQL calls block, the runs and the requests get as many
-  /// threads each too, apart from the network threads.
+  /// Threads that run the plain (synchronous) nodes of every run (RunConfig::plain_node_pool),
+  /// and the blocking database work of a cluster's runs.
   std::size_t sync_node_workers = 8;
   /// Where graphs given as a StateGraph keep their threads' checkpoints; null: an InMemorySaver.
   std::shared_ptr<Checkpointer> checkpointer{};
