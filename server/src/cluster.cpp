@@ -227,7 +227,7 @@ void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string
                                     run->thread_id, result.get(0, 0))};
   }
   // Claimed here when its thread is free: its events stay in this process.
-  if (auto claimed = claim(run->run_id)) {
+  if (auto claimed = claim_run(run->run_id)) {
     host_.launch(std::move(claimed));
   } else {
     // Queued behind another run, or no worker free here: whichever process claims it, its
@@ -250,9 +250,8 @@ void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string
   }
 }
 
-std::shared_ptr<Run> PostgresRunQueue::claim(const std::string& run_id) {
+std::shared_ptr<Run> PostgresRunQueue::claim_run(const std::string& run_id) {
   if (!host_.slots.take()) return nullptr;
-  auto release_worker = [&] { host_.slots.give_back(); };
   std::shared_ptr<Run> run;
   std::string cancel;
   bool forward = false;  // created elsewhere and streamed there
@@ -265,7 +264,7 @@ std::shared_ptr<Run> PostgresRunQueue::claim(const std::string& run_id) {
                                 .text(iso_timestamp_now()));
     });
     if (row.rows() == 0) {
-      release_worker();
+      host_.slots.give_back();
       return nullptr;
     }
     const std::string id(row.get(0, 0));
@@ -309,7 +308,7 @@ std::shared_ptr<Run> PostgresRunQueue::claim(const std::string& run_id) {
       }
     }
   } catch (const std::exception&) {
-    release_worker();
+    host_.slots.give_back();
     if (run) {
       // The claim got through: the sweeper gives the run back once its lease runs out, and
       // whoever runs it then ends it for the followers here.

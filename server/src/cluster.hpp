@@ -38,8 +38,8 @@ class PostgresRunQueue final : public RunQueue {
   /// here when its thread is free and a slot is; otherwise whichever process claims it, this
   /// one follows it.
   void create(const std::shared_ptr<Run>& run, const std::string& strategy) override;
-  /// Claims the oldest claimable run (`run_id` empty) or that one for this process.
-  [[nodiscard]] std::shared_ptr<Run> claim(const std::string& run_id) override;
+  /// Claims the oldest claimable run for this process.
+  [[nodiscard]] std::shared_ptr<Run> claim() override { return claim_run(""); }
   /// Records the end of a run this process executed (nothing when another worker took it over
   /// meanwhile: its followers here then wait for that worker), then claims the next runs.
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
@@ -62,12 +62,13 @@ class PostgresRunQueue final : public RunQueue {
   /// Stops the background thread (after the runs stopped).
   void shutdown() override;
 
+ private:
+  /// Claims the oldest claimable run (`run_id` empty) or that one for this process.
+  [[nodiscard]] std::shared_ptr<Run> claim_run(const std::string& run_id);
   /// The threads with an active run, in any process.
   [[nodiscard]] std::set<std::string> busy_threads();
   /// Holds the cross-process lock of a thread's record until the handle is released.
   [[nodiscard]] std::shared_ptr<void> lock_thread_record(const std::string& thread_id);
-
- private:
   void background();
   void heartbeat();
   void sweep();

@@ -105,8 +105,7 @@ bool LocalRunQueue::next_of_thread_locked(const std::shared_ptr<Run>& run) const
   return queue != queues_.end() && !queue->second.empty() && queue->second.front() == run;
 }
 
-std::shared_ptr<Run> LocalRunQueue::claim(const std::string& /*run_id: the ready runs go in
-                                                                order*/) {
+std::shared_ptr<Run> LocalRunQueue::claim() {
   std::lock_guard lock(mu_);
   while (!stopping_ && !ready_.empty()) {
     std::shared_ptr<Run> run = ready_.front().lock();
@@ -363,10 +362,6 @@ void LocalRunQueue::stop() {
   }
   delayed_changed_.notify_all();
   if (timer_.joinable()) timer_.join();
-}
-
-void LocalRunQueue::shutdown() {
-  stop();
 }
 
 }  // namespace sg::server

@@ -31,7 +31,7 @@ class LocalRunQueue final : public RunQueue {
   LocalRunQueue& operator=(const LocalRunQueue&) = delete;
 
   void create(const std::shared_ptr<Run>& run, const std::string& strategy) override;
-  [[nodiscard]] std::shared_ptr<Run> claim(const std::string& run_id) override;
+  [[nodiscard]] std::shared_ptr<Run> claim() override;
   void finish(const std::shared_ptr<Run>& run, std::string_view status,
               const nlohmann::json& result) override;
   [[nodiscard]] ApiResponse list(const std::string& thread_id, const ApiRequest& request) override;
@@ -47,7 +47,6 @@ class LocalRunQueue final : public RunQueue {
   [[nodiscard]] bool busy(const std::string& thread_id) override;
   void remove_thread(const std::string& thread_id) override;
   void stop() override;
-  void shutdown() override;
 
  private:
   /// `run`, its thread's front now, may start: into `ready_`, or to the timer until its

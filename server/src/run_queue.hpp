@@ -11,16 +11,20 @@
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 // clang-format on
 
-#include <stategraph/core/detail/on_pool.hpp>
 #include <stategraph/core/thread_pool.hpp>
 
 #include <boost/asio/any_io_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <exception>
 #include <functional>
 #include <map>
 #include <memory>
@@ -29,6 +33,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "api.hpp"
@@ -196,9 +201,9 @@ class RunQueue {
   /// enqueue), marks its thread busy, and starts it when its thread and a slot are free. Throws
   /// ApiError 409 (reject on a busy thread) or 503 (the server stops).
   virtual void create(const std::shared_ptr<Run>& run, const std::string& strategy) = 0;
-  /// The next run that may start (run `run_id` only, when not empty), marked running with a
-  /// slot taken; null when none may. The caller launches it.
-  [[nodiscard]] virtual std::shared_ptr<Run> claim(const std::string& run_id) = 0;
+  /// The next run that may start, marked running with a slot taken; null when none may. The
+  /// caller launches it.
+  [[nodiscard]] virtual std::shared_ptr<Run> claim() = 0;
   /// Records how an executed or cancelled pending run ended ("" for a rolled-back run: deleted),
   /// ends its channel, and starts the runs that may start now.
   virtual void finish(const std::shared_ptr<Run>& run, std::string_view status,
@@ -220,7 +225,8 @@ class RunQueue {
   [[nodiscard]] virtual std::vector<std::pair<std::string, std::string>> active_runs(
       const std::string& thread_id, const std::string& status) = 0;
   /// POST .../cancel: cancels with `action` (interrupt or rollback); a pending run ends now.
-  /// Returns the run's channel (its end follows). Throws ApiError 404 or 409 (ended).
+  /// Returns the run's channel, its end to follow when `wait` (null for a run followed from
+  /// another process without `wait`). Throws ApiError 404 or 409 (ended).
   virtual std::shared_ptr<RunChannel> cancel(const std::string& thread_id,
                                              const std::string& run_id, const std::string& action,
                                              bool wait) = 0;
@@ -238,7 +244,7 @@ class RunQueue {
  protected:
   /// Claims and launches runs while a slot is free and a run may start.
   void start_claimable() {
-    while (auto run = claim("")) host_.launch(std::move(run));
+    while (auto run = claim()) host_.launch(std::move(run));
   }
 
   Host host_;
@@ -276,7 +282,45 @@ struct RunRuntime {
   std::shared_ptr<ThreadPool> plain_nodes;
 };
 
-using detail::on_pool;
+/// `f()` on `pool`, awaited: the calling coroutine holds no thread meanwhile and goes on on its
+/// own executor. Throws what `f` throws.
+template <class F>
+boost::asio::awaitable<std::invoke_result_t<F>> on_pool(ThreadPool& pool, F f) {
+  using R = std::invoke_result_t<F>;
+  using Value = std::conditional_t<std::is_void_v<R>, bool, R>;
+  auto executor = co_await boost::asio::this_coro::executor;
+  auto initiate = [&pool, &f, executor](auto handler) {
+    // ThreadPool takes copyable work: the handler and the function are shared.
+    auto shared = std::make_shared<decltype(handler)>(std::move(handler));
+    auto work = std::make_shared<F>(std::move(f));
+    pool.post([shared, work, executor] {
+      std::exception_ptr error;
+      Value value{};
+      try {
+        if constexpr (std::is_void_v<R>) {
+          (*work)();
+        } else {
+          value = (*work)();
+        }
+      } catch (...) {
+        error = std::current_exception();
+      }
+      boost::asio::post(executor, [shared, error, value = std::move(value)]() mutable {
+        (*shared)(error, std::move(value));
+      });
+    });
+  };
+  if constexpr (std::is_void_v<R>) {
+    (void)co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                               void(std::exception_ptr, Value)>(
+        initiate, boost::asio::use_awaitable);
+  } else {
+    Value value = co_await boost::asio::async_initiate<const boost::asio::use_awaitable_t<>&,
+                                                       void(std::exception_ptr, Value)>(
+        initiate, boost::asio::use_awaitable);
+    co_return value;
+  }
+}
 
 /// Whether a run of status `status` has ended (not pending, not running).
 [[nodiscard]] inline bool run_ended(std::string_view status) {

@@ -1,9 +1,5 @@
 // sg::Server: the network side (Boost.Beast on Boost.Asio coroutines); the endpoints are in
 // api.cpp.
-// clang-format off
-#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
-// clang-format on
-
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
@@ -33,6 +29,7 @@
 #include <atomic>
 #include <limits>
 #include <thread>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
 
