@@ -106,6 +106,7 @@ void run_demo(const DemoArgs& args) {
         "summary {:>4} chars\n  you: {}\n  ai:  {}\n",
         terminal ? bar(done, script.size()) + " " : "", done, script.size(), state.messages.size(),
         tokens, state.summary.size(), text, reply);
+    std::cout.flush();  // each turn shows as it ends, also when stdout is a pipe or file
   }
   std::signal(SIGINT, previous);
   if (g_interrupted) {

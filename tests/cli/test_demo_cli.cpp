@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <csignal>
 #include <cstdlib>
 #include <sstream>
 
@@ -77,26 +78,29 @@ TEST_CASE("stategraph demo: bad flags are a usage error") {
 
 TEST_CASE(
     "stategraph demo: on a real model server, Ctrl-C stops between turns and a rerun resumes") {
-  // The loopback OpenAI server answers each call after 100 ms, so SIGINT (sent by coreutils'
-  // timeout after one second) lands mid-conversation.
+  // The loopback OpenAI server answers each call after 100 ms; SIGINT is sent once the first
+  // reply is printed, so it lands mid-conversation however slowly the CLI starts.
   sg::testing::LoopbackOpenAI server({.delay = std::chrono::milliseconds(100)});
   ::setenv("OPENAI_BASE_URL", server.base_url().c_str(), 1);
   ::setenv("OPENAI_API_KEY", "test-key", 1);
   sg::test::TempDir dir;
   const std::string db = dir.sub("data");
-  const auto stopped = sg::test::run_process(
-      "/usr/bin/timeout", {"--preserve-status", "-s", "INT", "1", SG_CLI_PATH, "demo", "--db", db},
-      "");
+  sg::test::BackgroundProcess demo(SG_CLI_PATH, {"demo", "--db", db});
   ::unsetenv("OPENAI_BASE_URL");
   ::unsetenv("OPENAI_API_KEY");
-  INFO(stopped.out << stopped.err);
-  CHECK(stopped.exit_code == 0);
-  const auto at = stopped.out.find("stopped after turn ");
+  const bool replied = demo.wait_for_output("ai:  echo: Hi! My name is Ada.");
+  demo.signal(SIGINT);
+  const int exit_code = demo.wait();
+  const std::string out = demo.out();
+  INFO(out << demo.err());
+  CHECK(replied);
+  CHECK(exit_code == 0);
+  const auto at = out.find("stopped after turn ");
   REQUIRE(at != std::string::npos);
-  const int last = std::stoi(stopped.out.substr(at + 19));
+  const int last = std::stoi(out.substr(at + 19));
   CHECK(last >= 1);
   CHECK(last < 40);
-  CHECK(stopped.out.find("ai:  echo: Hi! My name is Ada.") != std::string::npos);
+  CHECK(out.find("ai:  echo: Hi! My name is Ada.") != std::string::npos);
   CHECK(server.requests().size() >= static_cast<std::size_t>(last));
 
   // Offline (LocalModel) from here: the thread continues after the last finished turn.
