@@ -148,7 +148,10 @@ void add_serve_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--in-memory", args->in_memory, "Keep everything in memory (lost at exit)");
   cmd->add_option("--graph", args->graphs, "Serve only these built-in graphs (repeatable)");
-  cmd->add_option("--threads", args->threads, "Network threads")->capture_default_str();
+  cmd->add_option(
+         "--threads", args->threads,
+         "Threads serving connections (a run executes on the thread of the request that starts it)")
+      ->capture_default_str();
   cmd->add_option("--max-runs", args->max_runs,
                   "Runs executing at once (the rest wait, pending); a run waiting on a model "
                   "holds no thread")

@@ -3,6 +3,7 @@
 #include <stategraph/server/server.hpp>
 #include <stategraph/store/store.hpp>
 
+#include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
 #include <atomic>
@@ -254,9 +255,9 @@ class ThreadRegistry {
 struct RunLimits {
   std::size_t max_runs = 10000;
   std::size_t sync_workers = 8;
-  /// The executor runs execute on (the server's); none: the RunManager runs one of its own,
-  /// with a thread per core.
-  std::optional<boost::asio::any_io_executor> executor{};
+  /// The io_contexts runs execute on (the server's, each run by one thread): a run starts on the
+  /// one of the thread that creates it. None: the RunManager runs its own, one per core.
+  std::vector<boost::asio::io_context::executor_type> executors{};
 };
 
 /// A registered graph and its system assistant.

@@ -10,6 +10,7 @@
 #include <stategraph/core/time.hpp>
 
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/strand.hpp>
 
 #include <algorithm>
 
@@ -46,7 +47,8 @@ std::string error_name(const std::exception& e) {
 
 void RunManager::launch(std::shared_ptr<Run> run) {
   boost::asio::co_spawn(
-      runtime_->executor, execute(std::move(run)), [](const std::exception_ptr& e) {
+      boost::asio::make_strand(runtime_->pick()), execute(std::move(run)),
+      [](const std::exception_ptr& e) {
         if (e) std::rethrow_exception(e);  // execute() catches what a run throws: a bug, as a crash
       });
 }

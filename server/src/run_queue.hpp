@@ -250,34 +250,46 @@ class RunQueue {
   Host host_;
 };
 
-/// Where RunManager executes runs: the server's executor, or an io_context of its own with a
-/// thread per core; the plain nodes of every run (and a cluster's blocking database work around
-/// a run) on a pool of their own.
+/// Where RunManager executes runs: the server's io_contexts, or its own (one per core), each run
+/// by one thread; the plain nodes of every run (and a cluster's blocking database work around a
+/// run) on a pool of their own.
 struct RunRuntime {
+  using IoExecutor = boost::asio::io_context::executor_type;
+
   explicit RunRuntime(const RunLimits& limits)
-      : plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
-    if (limits.executor) {
-      executor = *limits.executor;
-      return;
-    }
-    own_io = std::make_unique<boost::asio::io_context>();
-    work.emplace(own_io->get_executor());
-    executor = own_io->get_executor();
+      : executors(limits.executors),
+        plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
+    if (!executors.empty()) return;
     const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i < cores; ++i) io_threads.emplace_back([this] { own_io->run(); });
+    for (unsigned i = 0; i < cores; ++i) {
+      own_io.push_back(std::make_unique<boost::asio::io_context>(1));
+      work.emplace_back(own_io.back()->get_executor());
+      executors.push_back(own_io.back()->get_executor());
+    }
+    for (auto& io : own_io) io_threads.emplace_back([&io] { io->run(); });
   }
   ~RunRuntime() {
-    if (!own_io) return;
-    work.reset();
-    own_io->stop();
+    work.clear();
+    for (auto& io : own_io) io->stop();
     for (auto& t : io_threads) t.join();
   }
   RunRuntime(const RunRuntime&) = delete;
   RunRuntime& operator=(const RunRuntime&) = delete;
 
-  boost::asio::any_io_executor executor;
-  std::unique_ptr<boost::asio::io_context> own_io;
-  std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work;
+  /// The executor of the io_context the calling thread runs, so that a run and the request that
+  /// created it share a thread (no hand-over between threads); from any other thread, each in
+  /// turn. Thread-safe.
+  [[nodiscard]] IoExecutor pick() {
+    for (const auto& e : executors) {
+      if (e.running_in_this_thread()) return e;
+    }
+    return executors[next.fetch_add(1, std::memory_order_relaxed) % executors.size()];
+  }
+
+  std::vector<IoExecutor> executors;
+  std::atomic<std::size_t> next{0};
+  std::vector<std::unique_ptr<boost::asio::io_context>> own_io;
+  std::vector<boost::asio::executor_work_guard<IoExecutor>> work;
   std::vector<std::thread> io_threads;
   std::shared_ptr<ThreadPool> plain_nodes;
 };

@@ -190,6 +190,86 @@ TEST_CASE("ainvoke on a thread pool: parallel coroutine branches of one run are 
   CHECK_FALSE(overlapped.load());
 }
 
+TEST_CASE("ainvoke from a strand runs in place on it, its parallel branches serialized") {
+  // Two runs at once, each started from a strand of an io_context run by 4 threads: each run's
+  // tasks never overlap.
+  asio::io_context io;
+  struct Caller {
+    asio::strand<asio::io_context::executor_type> strand;
+    std::atomic<int> inside{0};
+    std::atomic<bool> overlapped{false};
+    std::atomic<bool> elsewhere{false};
+  };
+  Caller first{asio::make_strand(io)};
+  Caller second{asio::make_strand(io)};
+  auto graph_of = [](Caller& caller) {
+    auto node = [&caller](std::string name) {
+      return [&caller, name](const AsyncLog&) -> asio::awaitable<sg::Update<AsyncLog>> {
+        for (int i = 0; i < 5; ++i) {
+          if (!caller.strand.running_in_this_thread()) caller.elsewhere = true;
+          if (++caller.inside > 1) caller.overlapped = true;
+          std::this_thread::sleep_for(1ms);
+          --caller.inside;
+          co_await sleep_for(1ms);
+        }
+        co_return async_item(name);
+      };
+    };
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("x", node("x")).add_node("y", node("y")).add_node("z", node("z"));
+    g.add_edge(sg::START, "x").add_edge(sg::START, "y").add_edge(sg::START, "z");
+    return g.compile();
+  };
+  const auto app_first = graph_of(first);
+  const auto app_second = graph_of(second);
+  auto start = [](Caller& caller, const sg::CompiledGraph<AsyncLog>& app) {
+    return asio::co_spawn(
+        caller.strand,
+        [&app]() -> asio::awaitable<sg::RunResult<AsyncLog>> {
+          auto input = async_item("in");
+          auto r = co_await app.ainvoke(std::move(input));
+          co_return r;
+        },
+        asio::use_future);
+  };
+  auto a = start(first, app_first);
+  auto b = start(second, app_second);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 4; ++i) threads.emplace_back([&io] { io.run(); });
+  for (auto& t : threads) t.join();
+  CHECK(a.get().state.items == std::vector<std::string>{"in", "x", "y", "z"});
+  CHECK(b.get().state.items == std::vector<std::string>{"in", "x", "y", "z"});
+  for (const Caller* caller : {&first, &second}) {
+    CHECK_FALSE(caller->overlapped.load());
+    CHECK_FALSE(caller->elsewhere.load());
+  }
+
+  // In place: the same run, started from a strand, passes the io_context's queue fewer times
+  // than started from the io_context itself (which makes a strand for it).
+  sg::StateGraph<AsyncLog> g;
+  g.add_node("a", waiting("a", 0ms));
+  g.add_edge(sg::START, "a");
+  const auto app = g.compile();
+  auto handlers = [&app](bool on_strand) {
+    asio::io_context one;
+    auto run = [&app]() -> asio::awaitable<void> {
+      auto input = async_item("in");
+      auto r = co_await app.ainvoke(std::move(input));
+      CHECK(r.state.items == std::vector<std::string>{"in", "a"});
+    };
+    if (on_strand) {
+      asio::co_spawn(asio::make_strand(one), run, asio::detached);
+    } else {
+      asio::co_spawn(one, run, asio::detached);
+    }
+    return one.run();
+  };
+  const std::size_t from_strand = handlers(true);
+  const std::size_t from_io = handlers(false);
+  INFO("handlers: from a strand " << from_strand << ", from the io_context " << from_io);
+  CHECK(from_strand < from_io);
+}
+
 TEST_CASE("both forms: interrupts inside coroutine nodes, resumed with a Command") {
   for (Form form : {Form::sync, Form::async}) {
     CAPTURE(static_cast<int>(form));

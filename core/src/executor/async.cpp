@@ -9,7 +9,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
+
+#include <typeinfo>
 
 #include "loop_parts.hpp"
 
@@ -134,6 +137,14 @@ struct AsyncLoop {
     scope->attempt->end(thrown, *scope->shared);
   }
 };
+
+bool is_strand(const boost::asio::any_io_executor& executor) noexcept {
+  using IoStrand = boost::asio::strand<boost::asio::io_context::executor_type>;
+  using AnyStrand = boost::asio::strand<boost::asio::any_io_executor>;
+  // Boost 1.74's any_executor::target() does not check the type: compare target_type().
+  const std::type_info& type = executor.target_type();
+  return type == typeid(IoStrand) || type == typeid(AnyStrand);
+}
 
 void enable_async(ExecutorCore& core, const boost::asio::any_io_executor& strand) {
   AsyncLoop::enable(core, strand);

@@ -102,9 +102,13 @@ struct AsyncRuns {
                                                   RunRequest<S> request, RunConfig config,
                                                   StreamModes modes, Events on_event) {
     auto executor = co_await boost::asio::this_coro::executor;
-    auto strand = boost::asio::make_strand(executor);
     auto work = on_strand(std::move(def), std::move(request), std::move(config), modes,
                           std::move(on_event));
+    if (is_strand(executor)) {  // awaited in place: no hand-over through the executor's queue
+      RunResult<S> result = co_await std::move(work);
+      co_return result;
+    }
+    auto strand = boost::asio::make_strand(executor);
     RunResult<S> result =
         co_await boost::asio::co_spawn(strand, std::move(work), boost::asio::use_awaitable);
     co_return result;

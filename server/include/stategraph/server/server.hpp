@@ -60,7 +60,8 @@ struct ServerOptions {
   std::size_t max_connections = 10000;
   /// A connection that sends nothing for this long is closed.
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
-  /// Threads running the network and the handlers.
+  /// Threads serving the connections, each with its own io_context: a connection stays on one
+  /// thread, and so do the runs its requests start.
   int threads = 1;
   /// Runs executing at once; the runs past it wait in order (pending). Runs execute as
   /// coroutines (ServedGraph::arun): one that waits on a coroutine node (a model, a tool, a

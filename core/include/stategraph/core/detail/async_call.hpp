@@ -28,6 +28,10 @@ inline boost::asio::awaitable<void> take_work(AsyncCall& call) {
 /// The supersteps of an asynchronous run, on its strand (core/src/executor/async.cpp).
 boost::asio::awaitable<StepsOutcome> run_steps_async(ExecutorCore& core, bool skip_breakpoint);
 
+/// Whether `executor` is a strand (of an io_context or of any executor): a run started on it
+/// needs no strand of its own.
+bool is_strand(const boost::asio::any_io_executor& executor) noexcept;
+
 /// Makes `core` an asynchronous run on `strand`, the executor its coroutine runs on.
 void enable_async(ExecutorCore& core, const boost::asio::any_io_executor& strand);
 
