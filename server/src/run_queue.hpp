@@ -15,7 +15,6 @@
 
 #include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/async_result.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -37,6 +36,7 @@
 #include <vector>
 
 #include "api.hpp"
+#include "io_threads.hpp"
 
 namespace sg::server {
 
@@ -254,24 +254,15 @@ class RunQueue {
 /// by one thread; the plain nodes of every run (and a cluster's blocking database work around a
 /// run) on a pool of their own.
 struct RunRuntime {
-  using IoExecutor = boost::asio::io_context::executor_type;
+  using IoExecutor = IoThreads::Executor;
 
   explicit RunRuntime(const RunLimits& limits)
       : executors(limits.executors),
         plain_nodes(std::make_shared<ThreadPool>(std::max<std::size_t>(limits.sync_workers, 1))) {
     if (!executors.empty()) return;
-    const unsigned cores = std::max(1U, std::thread::hardware_concurrency());
-    for (unsigned i = 0; i < cores; ++i) {
-      own_io.push_back(std::make_unique<boost::asio::io_context>(1));
-      work.emplace_back(own_io.back()->get_executor());
-      executors.push_back(own_io.back()->get_executor());
-    }
-    for (auto& io : own_io) io_threads.emplace_back([&io] { io->run(); });
-  }
-  ~RunRuntime() {
-    work.clear();
-    for (auto& io : own_io) io->stop();
-    for (auto& t : io_threads) t.join();
+    own = std::make_unique<IoThreads>(std::max(1U, std::thread::hardware_concurrency()));
+    own->start();
+    executors = own->executors();
   }
   RunRuntime(const RunRuntime&) = delete;
   RunRuntime& operator=(const RunRuntime&) = delete;
@@ -288,9 +279,7 @@ struct RunRuntime {
 
   std::vector<IoExecutor> executors;
   std::atomic<std::size_t> next{0};
-  std::vector<std::unique_ptr<boost::asio::io_context>> own_io;
-  std::vector<boost::asio::executor_work_guard<IoExecutor>> work;
-  std::vector<std::thread> io_threads;
+  std::unique_ptr<IoThreads> own;  // without a server
   std::shared_ptr<ThreadPool> plain_nodes;
 };
 

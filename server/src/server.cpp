@@ -8,7 +8,6 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/post.hpp>
@@ -28,10 +27,10 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
-#include <thread>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
+#include "io_threads.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
@@ -86,11 +85,9 @@ struct Server::Impl {
   std::unique_ptr<server::Api> api;
   // One io_context per thread: a connection, its requests and the runs they start stay on one
   // thread (a run handed between threads cost about a third more CPU in bench/server's echo runs).
-  std::vector<std::unique_ptr<net::io_context>> ios;
+  std::unique_ptr<server::IoThreads> ios;
   std::unique_ptr<tcp::acceptor> acceptor;
-  std::vector<net::executor_work_guard<net::io_context::executor_type>> busy;  // while started
   std::size_t next_io = 0;  // the io_context of the next connection (accept_loop only)
-  std::vector<std::thread> threads;
   std::atomic<std::size_t> connections{0};
   std::uint16_t port = 0;  // bound port, set before the threads start
   bool running = false;
@@ -353,7 +350,7 @@ struct Server::Impl {
   net::awaitable<void> accept_loop() {
     for (;;) {
       boost::system::error_code ec;
-      net::io_context& io = *ios[next_io++ % ios.size()];
+      net::io_context& io = ios->at(next_io++ % ios->size());
       tcp::socket socket =
           co_await acceptor->async_accept(io, net::redirect_error(net::use_awaitable, ec));
       if (ec == net::error::operation_aborted || !acceptor->is_open()) co_return;
@@ -380,8 +377,8 @@ Server::Server(ServerOptions options) : impl_(std::make_unique<Impl>(std::move(o
                 "server limits (body, header, connections, idle timeout, runs, sync node "
                 "workers) must be positive");
   }
-  for (int i = 0; i < o.threads; ++i) impl_->ios.push_back(std::make_unique<net::io_context>(1));
-  impl_->acceptor = std::make_unique<tcp::acceptor>(*impl_->ios.front());
+  impl_->ios = std::make_unique<server::IoThreads>(static_cast<std::size_t>(o.threads));
+  impl_->acceptor = std::make_unique<tcp::acceptor>(impl_->ios->at(0));
 }
 
 Server::~Server() {
@@ -438,13 +435,11 @@ void Server::start() {
   if (!options.records) options.records = std::make_shared<InMemoryStore>();
   if (!options.checkpointer) options.checkpointer = std::make_shared<InMemorySaver>();
   std::vector<server::GraphEntry> bound = impl_->graphs;
-  std::vector<net::io_context::executor_type> executors;
-  for (const auto& io : impl_->ios) executors.push_back(io->get_executor());
   try {
     for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
     impl_->api = std::make_unique<server::Api>(
         std::move(bound), options.records, options.store,
-        server::RunLimits{options.max_runs, options.sync_node_workers, std::move(executors)},
+        server::RunLimits{options.max_runs, options.sync_node_workers, impl_->ios->executors()},
         options.cluster.conninfo.empty() ? nullptr : &options.cluster);
   } catch (...) {
     acceptor.close();
@@ -454,12 +449,8 @@ void Server::start() {
   // Webhooks given as a path come back here (through loopback when bound to every address).
   const std::string self_host = o.host == "0.0.0.0" ? "127.0.0.1" : o.host == "::" ? "::1" : o.host;
   impl_->api->set_self(http_url(self_host, impl_->port), o.api_key);
-  for (auto& io : impl_->ios) {
-    io->restart();
-    impl_->busy.emplace_back(io->get_executor());
-  }
-  net::co_spawn(*impl_->ios.front(), impl_->accept_loop(), net::detached);
-  for (auto& io : impl_->ios) impl_->threads.emplace_back([&io] { io->run(); });
+  net::co_spawn(impl_->ios->at(0), impl_->accept_loop(), net::detached);
+  impl_->ios->start();
   impl_->running = true;
 }
 
@@ -470,10 +461,7 @@ void Server::stop() {
   impl_->api->shutdown();
   // The acceptor is not thread-safe: close it once no thread runs an io_context any more (its
   // pending accept then ends with operation_aborted if the server starts again).
-  impl_->busy.clear();
-  for (auto& io : impl_->ios) io->stop();
-  for (auto& t : impl_->threads) t.join();
-  impl_->threads.clear();
+  impl_->ios->stop();
   boost::system::error_code ec;
   impl_->acceptor->close(ec);
   impl_->api.reset();
