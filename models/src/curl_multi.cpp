@@ -10,8 +10,10 @@
 #include <boost/asio/post.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <curl/curl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <optional>
 #include <unordered_map>
@@ -63,6 +65,17 @@ struct PendingHandlerOf final : PendingHandler {
   }
   Handler handler;
 };
+
+/// The connections every multi of the process may hold open together: half the open-file limit,
+/// since a served run holds its client's connection as well as its model's, less a reserve for
+/// everything else (files, listeners, database connections). 0: no limit. Past it, curl queues
+/// new transfers until a connection frees, instead of failing to open a socket.
+long connection_budget() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur == RLIM_INFINITY) return 0;
+  const auto soft = static_cast<long>(std::min<rlim_t>(limit.rlim_cur, 1L << 30));
+  return std::max(4L, soft / 2 - std::min(1024L, soft / 4));
+}
 
 TransferEnd classify(CURLcode code) {
   switch (code) {
@@ -271,9 +284,11 @@ class AsioCurlMulti final : public CurlMulti,
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsioCurlMulti::on_timer);
     curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
+    live().join(this);
   }
 
   ~AsioCurlMulti() override {
+    live().leave(this);
     destroying_ = true;
     if (multi_) curl_multi_cleanup(multi_);  // closes cached connections (on_close_socket)
   }
@@ -521,6 +536,39 @@ class AsioCurlMulti final : public CurlMulti,
   static int on_close_socket(void* user, curl_socket_t fd) {
     static_cast<AsioCurlMulti*>(user)->forget(fd);
     return ::close(fd);
+  }
+
+  /// Every multi of the process, sharing connection_budget() in equal parts (an io_context per
+  /// server thread has a multi each). Lock order: its mutex, then a multi's mu_.
+  class Live {
+   public:
+    void join(AsioCurlMulti* multi) {
+      std::lock_guard lock(mu_);
+      multis_.push_back(multi);
+      spread();
+    }
+    void leave(AsioCurlMulti* multi) {
+      std::lock_guard lock(mu_);
+      std::erase(multis_, multi);
+      spread();
+    }
+
+   private:
+    void spread() {
+      if (multis_.empty()) return;
+      const long budget = connection_budget();
+      const long share = budget == 0 ? 0 : std::max(1L, budget / static_cast<long>(multis_.size()));
+      for (AsioCurlMulti* multi : multis_) {
+        std::lock_guard lock(multi->mu_);
+        curl_multi_setopt(multi->multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, share);
+      }
+    }
+    std::mutex mu_;
+    std::vector<AsioCurlMulti*> multis_;
+  };
+  static Live& live() {
+    static auto* const instance = new Live;  // never destroyed: multis may outlive statics
+    return *instance;
   }
 
   ContextExecutor executor_;

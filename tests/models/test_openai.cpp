@@ -12,6 +12,7 @@
 #include <boost/asio/thread_pool.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <doctest/doctest.h>
+#include <sys/resource.h>
 
 #include <atomic>
 #include <chrono>
@@ -922,6 +923,52 @@ TEST_CASE("1000 concurrent streaming calls on an io_context run by four threads"
   CHECK(most_threads - threads_before < 16);  // 4 runners, maybe a resolver thread or two
   MESSAGE("1000 streaming calls in " << took << " s, threads " << threads_before << " -> "
                                      << most_threads);
+}
+
+TEST_CASE("past the connections the open-file limit allows, calls queue instead of failing") {
+  // 128 open files: the model client keeps to 128 / 2 - 128 / 4 = 32 connections, so 100 calls
+  // at once (which would need 200 sockets, both ends being in this process) wait their turn.
+  rlimit limit{};
+  REQUIRE(getrlimit(RLIMIT_NOFILE, &limit) == 0);
+  const rlimit before = limit;
+  limit.rlim_cur = 128;
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &limit) == 0);
+  {
+    sg::testing::LoopbackOptions options;
+    options.delay = 200ms;
+    options.threads = 2;
+    options.record_requests = false;
+    LoopbackOpenAI server(options);
+    const sg::OpenAIChatModel model(loopback_config(server));
+    net::io_context io;  // a multi of its own, made under the lower limit
+    int done = 0;
+    int failures = 0;
+    for (int i = 0; i < 100; ++i) {
+      net::co_spawn(
+          io,
+          [&, i]() -> net::awaitable<void> {
+            try {
+              const std::vector<sg::Message> input = {sg::human("call " + std::to_string(i))};
+              const sg::ChatOptions call_options;
+              const sg::Message reply = co_await model.ainvoke(input, call_options);
+              if (reply.text() == "echo: call " + std::to_string(i)) ++done;
+            } catch (const std::exception& e) {
+              if (++failures < 5) MESSAGE(std::string(e.what()));
+            }
+          },
+          net::detached);
+    }
+    io.run();
+    CHECK(failures == 0);
+    CHECK(done == 100);
+    const sg::testing::LoopbackStats stats = server.stats();
+    CHECK(stats.requests == 100);
+    CHECK(stats.max_in_flight <= 32);
+    CHECK(stats.max_in_flight >= 2);  // still concurrent
+    MESSAGE("at most " << stats.max_in_flight << " in flight, " << server.connection_count()
+                       << " connections");
+  }
+  REQUIRE(setrlimit(RLIMIT_NOFILE, &before) == 0);
 }
 
 TEST_CASE("awaitable calls on a thread_pool") {
