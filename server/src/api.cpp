@@ -371,6 +371,10 @@ void Api::set_self(std::string base_url, std::string api_key) {
   runs_->webhooks().set_self(std::move(base_url), std::move(api_key));
 }
 
+ThreadPool* Api::blocking_pool() const noexcept {
+  return runs_->blocking_pool();
+}
+
 ApiResponse Api::handle(const ApiRequest& request) const {
   try {
     return route(request);

@@ -6,6 +6,7 @@
 #include <boost/asio/io_context.hpp>
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -192,10 +193,10 @@ struct RunFollow {
   std::shared_ptr<void> listening;
 };
 
-/// The threads (records in the server's record store, one lock for check-then-write). A thread
-/// with a run in progress is "busy": its record is then kept in memory and written back once when
-/// the run ends, since a busy status is never worth persisting (recovery after a crash resets it).
-/// Thread-safe.
+/// The threads (records in the server's record store, a lock per thread for check-then-write). A
+/// thread with a run in progress is "busy": its record is then kept in memory and written back once
+/// when the run ends, since a busy status is never worth persisting (recovery after a crash resets
+/// it). Thread-safe.
 class ThreadRegistry {
  public:
   explicit ThreadRegistry(std::shared_ptr<Store> records);
@@ -210,44 +211,60 @@ class ThreadRegistry {
   [[nodiscard]] std::optional<nlohmann::json> find(const std::string& thread_id) const;
   /// PATCH /threads/{id}: metadata merged (shallow).
   [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
+  /// The record without a cluster's busy status (cheaper than find() there), or nullopt.
+  [[nodiscard]] std::optional<nlohmann::json> lookup(const std::string& thread_id) const;
   /// Sets the status (and merges `metadata` into the record's); no effect on a deleted thread.
   /// "busy" keeps the record in memory (written only when `metadata` changes it); any other
-  /// status writes it back.
+  /// status writes it back. `known`: the record as the caller just read it (lookup()), which
+  /// spares a cluster's "busy" a read when `metadata` changes nothing.
   void set_status(const std::string& thread_id, std::string_view status,
-                  const nlohmann::json& metadata = nullptr);
+                  const nlohmann::json& metadata = nullptr, const nlohmann::json* known = nullptr);
   /// Removes the record; false when there was none.
   bool remove_record(const std::string& thread_id);
   /// The records that pass the filters of a POST /threads/search body (not paged).
   [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
   /// Every record (for the start-up sweep).
   [[nodiscard]] std::vector<nlohmann::json> all() const;
-  /// Threads shared with other processes (a cluster): whether a thread is busy comes from
-  /// `busy` (one thread) and `busy_all` (the busy ones), not from this process's runs; each
-  /// change of a record holds `lock(thread_id)` (the handle releases it) so that processes do not
-  /// overwrite each other's changes. Call before serving.
-  void share(std::function<bool(const std::string&)> busy,
-             std::function<std::set<std::string>()> busy_all,
+  /// A thread's status as a cluster keeps it, outside its record: "busy" while it has an active
+  /// run, else what its last run left (`updated_at` then is when it ended).
+  struct SharedStatus {
+    std::string status;
+    std::string updated_at;  // empty for "busy"
+  };
+  /// Threads shared with other processes (a cluster): a thread's status comes from `status`
+  /// (one thread; nullopt: the record's) and `all_statuses` (every thread that has one), not
+  /// from this process's runs, and runs never write it into the record; each change of a record
+  /// holds `lock(thread_id)` (the handle releases it) so that processes do not overwrite each
+  /// other's changes. Call before serving.
+  void share(std::function<std::optional<SharedStatus>(const std::string&)> status,
+             std::function<std::map<std::string, SharedStatus>()> all_statuses,
              std::function<std::shared_ptr<void>(const std::string&)> lock);
 
  private:
-  /// The stored record (a cluster's busy status not applied: show_status()). Caller holds mu_.
-  [[nodiscard]] std::optional<nlohmann::json> find_locked(const std::string& thread_id) const;
-  [[nodiscard]] nlohmann::json require_locked(const std::string& thread_id) const;
-  /// Sets a cluster's "busy" status on a record. Not under mu_ (a cluster's query takes a
+  /// lookup(), or ApiError 422 (not a UUID) or 404.
+  [[nodiscard]] nlohmann::json require_record(const std::string& thread_id) const;
+  /// Sets a cluster's status on a record. Not under a lock (a cluster's query takes a
   /// connection of its pool, which a change holding its thread's lock may be waiting for).
   void show_status(nlohmann::json& thread) const;
+  /// Applies `status` to `thread`.
+  static void apply(const SharedStatus& status, nlohmann::json& thread);
 
   std::shared_ptr<Store> records_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;  // guards busy_ alone; never held across a call of the store
   std::map<std::string, nlohmann::json, std::less<>> busy_;  // the busy threads' records
-  /// Locks a record for a change: the cluster's lock of the thread (when shared), then mu_.
+  /// One change of a thread's record at a time, by stripes of the thread id's hash: changes of
+  /// different threads, each a read and a write of the store (round trips in a cluster), go on
+  /// in parallel.
+  mutable std::array<std::mutex, 64> change_mu_;
+  /// Locks a record for a change: the cluster's lock of the thread (when shared), then its
+  /// stripe of change_mu_.
   struct ChangeLock {
     ChangeLock(const ThreadRegistry& registry, const std::string& thread_id);
     std::shared_ptr<void> shared;
     std::lock_guard<std::mutex> local;
   };
-  std::function<bool(const std::string&)> shared_busy_;  // a cluster's (share())
-  std::function<std::set<std::string>()> shared_busy_all_;
+  std::function<std::optional<SharedStatus>(const std::string&)> shared_status_;  // share()
+  std::function<std::map<std::string, SharedStatus>()> shared_statuses_;
   std::function<std::shared_ptr<void>(const std::string&)> shared_lock_;
 };
 
@@ -330,6 +347,10 @@ class Api {
 
   /// Answers `request`; never throws (errors become 4xx/5xx responses).
   [[nodiscard]] ApiResponse handle(const ApiRequest& request) const;
+  /// Where handle() should run when its storage blocks on the network (a cluster's PostgreSQL):
+  /// the pool of the runs' plain nodes, so that no round trip holds an io thread; null when
+  /// handle() may run on the io thread. Thread-safe.
+  [[nodiscard]] ThreadPool* blocking_pool() const noexcept;
 
   /// Cancels every run and waits for them (before the server stops).
   void shutdown();
@@ -408,6 +429,8 @@ class RunManager {
   [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
   /// Whether the thread has a pending or running run.
   [[nodiscard]] bool busy(const std::string& thread_id) const;
+  /// The pool for work that blocks on the queue's and savers' database (a cluster), else null.
+  [[nodiscard]] ThreadPool* blocking_pool() const noexcept;
   /// Forgets a deleted thread's runs. Throws ApiError 409 while busy.
   void remove_thread(const std::string& thread_id);
   /// Cancels every run and waits for them.

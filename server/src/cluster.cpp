@@ -40,6 +40,11 @@ constexpr const char* kSchema[] = {
     "WHERE status = 'running'",
     "CREATE INDEX IF NOT EXISTS sg_run_pending ON sg_run (seq) WHERE status = 'pending'",
     "CREATE INDEX IF NOT EXISTS sg_run_thread ON sg_run (thread_id, seq)",
+    // The status a thread's last run left (idle, interrupted or error) and when: written as the
+    // run ends, in the statement that ends it, rather than into the thread's record (which takes
+    // a lock and a read and write of the record).
+    "CREATE TABLE IF NOT EXISTS sg_thread_status (thread_id text PRIMARY KEY, status text NOT "
+    "NULL, updated_at text NOT NULL)",
     "CREATE TABLE IF NOT EXISTS sg_run_event (run_id text NOT NULL, seq int NOT NULL, "
     "mode text NOT NULL, name text NOT NULL, data text NOT NULL, PRIMARY KEY (run_id, seq))",
     // A new run and its thread's multitask strategy, serialized per thread: returns the busy
@@ -115,7 +120,7 @@ PostgresRunQueue::PostgresRunQueue(Host host, const ClusterOptions& options)
     : RunQueue(std::move(host)),
       options_(options),
       worker_(worker_name()),
-      pool_(options.conninfo, 4) {
+      pool_(options.conninfo, 16) {
   db([&](pg::Connection& c) {
     std::vector<pg::Statement> schema;
     schema.push_back(
@@ -125,8 +130,8 @@ PostgresRunQueue::PostgresRunQueue(Host host, const ClusterOptions& options)
     return 0;
   });
   host_.threads.share(
-      [this](const std::string& thread_id) { return busy(thread_id); },
-      [this] { return busy_threads(); },
+      [this](const std::string& thread_id) { return thread_status(thread_id); },
+      [this] { return thread_statuses(); },
       [this](const std::string& thread_id) { return lock_thread_record(thread_id); });
   thread_ = std::thread([this] { background(); });
 }
@@ -196,7 +201,8 @@ std::shared_ptr<Run> PostgresRunQueue::run_of(const std::string& run_id,
 
 void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string& strategy) {
   if (host_.slots.stopping()) throw ApiError{503, "the server is stopping"};
-  host_.threads.set_status(run->thread_id, "busy", run->thread_metadata);  // its metadata
+  host_.threads.set_status(run->thread_id, "busy", run->thread_metadata,  // its metadata
+                           &run->thread_record);
   json spec = spec_of(*run);
   {
     std::lock_guard lock(mu_);
@@ -354,6 +360,7 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
   const std::string now = iso_timestamp_now();
   bool fenced = false;
   bool idle = false;
+  bool claimable = true;  // whether a run may wait for a worker (unknown: it may)
   const bool stopping = host_.slots.stopping() && run->cancelled_with().empty();
   if (stopping) {
     // The server stops, not the run: it goes back to the queue for another process.
@@ -375,21 +382,35 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
       const auto results = db([&](pg::Connection& c) {
         pg::Params params;
         params.text(run->run_id).integer(run->attempt).text(worker_);
-        std::vector<pg::Statement> statements;
+        std::string end_run;
         if (status.empty()) {
-          statements.push_back(
-              {"DELETE FROM sg_run WHERE run_id = $1 AND attempt = $2 AND "
-               "worker = $3 AND status = 'running' RETURNING run_id",
-               params});
+          end_run =
+              "DELETE FROM sg_run WHERE run_id = $1 AND attempt = $2 AND worker = $3 AND "
+              "status = 'running' RETURNING run_id";
         } else {
           params.text(std::string(status)).text(result.dump()).text(now);
-          statements.push_back(
-              {"UPDATE sg_run SET status = $4, result = $5::jsonb, worker = NULL, "
-               "lease_until = NULL, record = record || jsonb_build_object('status', $4::text, "
-               "'updated_at', $6::text) WHERE run_id = $1 AND attempt = $2 AND worker = $3 AND "
-               "status = 'running' RETURNING run_id",
-               params});
+          end_run =
+              "UPDATE sg_run SET status = $4, result = $5::jsonb, worker = NULL, "
+              "lease_until = NULL, record = record || jsonb_build_object('status', $4::text, "
+              "'updated_at', $6::text) WHERE run_id = $1 AND attempt = $2 AND worker = $3 AND "
+              "status = 'running' RETURNING run_id";
         }
+        if (!run->delete_thread_after) {
+          // The thread's status, in the same statement: only when this worker ended the run (a
+          // fenced one ends elsewhere) and no other run of the thread is active. A temporary
+          // thread is deleted instead.
+          const std::size_t t = params.size() + 1;
+          params.text(run->thread_id)
+              .text(std::string(thread_status_after(status, run->token.cancelled())))
+              .text(now);
+          end_run = fmt::format(
+              "WITH ended AS ({}), stored AS (INSERT INTO sg_thread_status (thread_id, status, "
+              "updated_at) SELECT ${}, ${}, ${} FROM ended WHERE NOT EXISTS (SELECT 1 FROM sg_run "
+              "WHERE thread_id = ${} AND run_id <> $1 AND status IN ('pending', 'running')) {}) "
+              "SELECT run_id FROM ended",
+              end_run, t, t + 1, t + 2, t, kStatusUpsert);
+        }
+        std::vector<pg::Statement> statements{{end_run, params}};
         statements.push_back(
             {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND "
              "status IN ('pending', 'running')",
@@ -397,10 +418,18 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
         // No sg_runs notification: this process claims the thread's next run itself (below).
         statements.push_back(
             {"SELECT pg_notify('sg_run_end', $1)", pg::Params().text(run->run_id)});
+        // Whether a claim may find a run: none waits most of the time, and the claim's query
+        // costs more than this one (a run created later is claimed by its creator or on its
+        // notification).
+        statements.push_back(
+            {"SELECT EXISTS (SELECT 1 FROM sg_run WHERE status = 'pending' AND "
+             "(start_at IS NULL OR start_at <= clock_timestamp()))",
+             {}});
         return c.pipeline(statements);
       });
       fenced = results[0].rows() == 0;
       idle = results[1].get_int(0, 0) == 0;
+      claimable = results[3].get(0, 0) == "t";
     } catch (const std::exception&) {
       fenced = true;  // unknown: the sweeper gives the run back, and its followers wait for it
     }
@@ -420,19 +449,7 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
     }
   }
   if (!fenced) {
-    if (idle) {
-      if (run->delete_thread_after) {
-        delete_thread = true;
-      } else {
-        try {
-          host_.threads.set_status(run->thread_id,
-                                   thread_status_after(status, run->token.cancelled()));
-        } catch (const std::exception&) {
-          // The run's end is recorded (sg_run); the record keeps its older status, and the
-          // worker must still be given back.
-        }
-      }
-    }
+    delete_thread = idle && run->delete_thread_after;  // else its status is stored (above)
     if (delete_thread) {
       if (run->graph->graph->checkpointer()) {
         try {
@@ -459,7 +476,7 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
   // the queue's code.
   const RunSlots::Finishing finishing = host_.slots.release();
   if (fenced) catch_up(run->run_id);
-  if (!stop_) start_claimable();
+  if (!stop_ && claimable) start_claimable();
 }
 
 void PostgresRunQueue::stop() {

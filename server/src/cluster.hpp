@@ -23,6 +23,12 @@
 
 namespace sg::server {
 
+/// Ends an INSERT INTO sg_thread_status: a thread's later status replaces its earlier one (what
+/// a run's end, or its last lost attempt, leaves: ThreadRegistry::SharedStatus).
+inline constexpr const char* kStatusUpsert =
+    "ON CONFLICT (thread_id) DO UPDATE SET status = EXCLUDED.status, updated_at = "
+    "EXCLUDED.updated_at";
+
 /// RunQueue in PostgreSQL, shared by every server process on the database. Thread-safe.
 class PostgresRunQueue final : public RunQueue {
  public:
@@ -65,8 +71,12 @@ class PostgresRunQueue final : public RunQueue {
  private:
   /// Claims the oldest claimable run (`run_id` empty) or that one for this process.
   [[nodiscard]] std::shared_ptr<Run> claim_run(const std::string& run_id);
-  /// The threads with an active run, in any process.
-  [[nodiscard]] std::set<std::string> busy_threads();
+  /// A thread's status: busy with an active run (in any process), else what its last run left;
+  /// nullopt when neither.
+  [[nodiscard]] std::optional<ThreadRegistry::SharedStatus> thread_status(
+      const std::string& thread_id);
+  /// thread_status() of every thread that has one.
+  [[nodiscard]] std::map<std::string, ThreadRegistry::SharedStatus> thread_statuses();
   /// Holds the cross-process lock of a thread's record until the handle is released.
   [[nodiscard]] std::shared_ptr<void> lock_thread_record(const std::string& thread_id);
   void background();

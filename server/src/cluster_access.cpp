@@ -96,12 +96,37 @@ bool PostgresRunQueue::busy(const std::string& thread_id) {
   return r.get(0, 0) == "t";
 }
 
-std::set<std::string> PostgresRunQueue::busy_threads() {
+std::optional<ThreadRegistry::SharedStatus> PostgresRunQueue::thread_status(
+    const std::string& thread_id) {
   const pg::Result r = db([&](pg::Connection& c) {
-    return c.exec("SELECT DISTINCT thread_id FROM sg_run WHERE status IN ('pending', 'running')");
+    return c.exec(
+        "SELECT CASE WHEN EXISTS (SELECT 1 FROM sg_run WHERE thread_id = $1 AND status IN "
+        "('pending', 'running')) THEN 'busy' ELSE s.status END, "
+        "coalesce(s.updated_at, '') FROM (SELECT 1) one "
+        "LEFT JOIN sg_thread_status s ON s.thread_id = $1",
+        pg::Params().text(thread_id));
   });
-  std::set<std::string> out;
-  for (int row = 0; row < r.rows(); ++row) out.emplace(r.get(row, 0));
+  if (r.is_null(0, 0)) return std::nullopt;
+  ThreadRegistry::SharedStatus status{std::string(r.get(0, 0)), std::string(r.get(0, 1))};
+  if (status.status == "busy") status.updated_at.clear();
+  return status;
+}
+
+std::map<std::string, ThreadRegistry::SharedStatus> PostgresRunQueue::thread_statuses() {
+  const auto results = db([&](pg::Connection& c) {
+    return c.pipeline(
+        {{"SELECT thread_id, status, updated_at FROM sg_thread_status", {}},
+         {"SELECT DISTINCT thread_id FROM sg_run WHERE status IN ('pending', 'running')", {}}},
+        /*atomic=*/true);
+  });
+  std::map<std::string, ThreadRegistry::SharedStatus> out;
+  for (int row = 0; row < results[0].rows(); ++row) {
+    out[std::string(results[0].get(row, 0))] = {std::string(results[0].get(row, 1)),
+                                                std::string(results[0].get(row, 2))};
+  }
+  for (int row = 0; row < results[1].rows(); ++row) {
+    out[std::string(results[1].get(row, 0))] = {"busy", ""};
+  }
   return out;
 }
 
@@ -287,6 +312,9 @@ void PostgresRunQueue::remove_thread(const std::string& thread_id) {
           "thread_id = $1 AND status NOT IN ('pending', 'running'))",
           pg::Params().text(thread_id)},
          {"DELETE FROM sg_run WHERE thread_id = $1 AND status NOT IN ('pending', 'running')",
+          pg::Params().text(thread_id)},
+         {"DELETE FROM sg_thread_status WHERE thread_id = $1 AND NOT EXISTS (SELECT 1 FROM sg_run "
+          "WHERE thread_id = $1 AND status IN ('pending', 'running'))",
           pg::Params().text(thread_id)}});
   });
   if (results[1].get_int(0, 0) > 0) {

@@ -138,16 +138,18 @@ void PostgresRunQueue::sweep() {
         "record = record || jsonb_build_object('status', CASE WHEN attempt >= $1 THEN 'error' "
         "ELSE 'pending' END, 'updated_at', $2::text) "
         "WHERE status = 'running' AND lease_until < clock_timestamp() "
-        "RETURNING run_id, thread_id, status) "
-        "SELECT run_id, thread_id, status, pg_notify('sg_run_end', run_id), "
-        "pg_notify('sg_runs', thread_id) FROM swept",
+        "RETURNING run_id, thread_id, status), "
+        // A failed run's thread fails too, as when a run ends (finish), unless another of its
+        // runs is active.
+        "stored AS (INSERT INTO sg_thread_status (thread_id, status, updated_at) "
+        "SELECT s.thread_id, 'error', $2 FROM swept s WHERE s.status = 'error' AND NOT EXISTS "
+        "(SELECT 1 FROM sg_run o WHERE o.thread_id = s.thread_id AND o.run_id <> s.run_id AND "
+        "o.status IN ('pending', 'running')) " +
+            std::string(kStatusUpsert) +
+            ") SELECT run_id, thread_id, status, pg_notify('sg_run_end', run_id), "
+            "pg_notify('sg_runs', thread_id) FROM swept",
         pg::Params().integer(options_.max_attempts).text(now));
   });
-  for (int row = 0; row < swept.rows(); ++row) {
-    if (swept.get(row, 2) == "error" && !busy(std::string(swept.get(row, 1)))) {
-      host_.threads.set_status(std::string(swept.get(row, 1)), "error");
-    }
-  }
 }
 
 void PostgresRunQueue::forget_old_events() {

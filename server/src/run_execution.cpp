@@ -80,7 +80,7 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
   const auto saver = graph.checkpointer();
   // A cluster's saver and queue are in PostgreSQL: their synchronous work around the run goes
   // to the pool, so that it holds no thread of the runs' executor.
-  ThreadPool* const blocking = clustered_ ? runtime_->plain_nodes.get() : nullptr;
+  ThreadPool* const blocking = blocking_pool();
   std::optional<std::string> head_before;
   std::string status = "success";
   json result;

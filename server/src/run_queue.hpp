@@ -49,6 +49,7 @@ struct Run {
   bool delete_thread_after = false;
   const GraphEntry* graph = nullptr;
   nlohmann::json thread_metadata;  // graph_id and assistant_id: merged into its thread's
+  nlohmann::json thread_record;    // the thread's record as the request read it (null: unread)
   nlohmann::json input;
   nlohmann::json command;
   RunConfig config;

@@ -178,6 +178,10 @@ bool RunManager::busy(const std::string& thread_id) const {
   return queue_->busy(thread_id);
 }
 
+ThreadPool* RunManager::blocking_pool() const noexcept {
+  return clustered_ ? runtime_->plain_nodes.get() : nullptr;
+}
+
 ApiResponse RunManager::create(const std::string& thread_id, const ApiRequest& request,
                                std::optional<RunFollow::Kind> kind) {
   const std::shared_ptr<Run> run = parse(thread_id, body_object(request), kind);
@@ -251,15 +255,17 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
   }
   if (stateless) {
     thread_id = new_uuid4();
-    (void)threads_.create_record(thread_id, graph_metadata);
+    run->thread_record = threads_.create_record(thread_id, graph_metadata);
     run->delete_thread_after = on_completion == "delete";
-  } else if (!threads_.find(thread_id)) {
+  } else if (auto found = threads_.lookup(thread_id)) {
+    run->thread_record = *std::move(found);
+  } else {
     if (!is_uuid(thread_id))
       throw ApiError{422, fmt::format("thread id '{}' is not a UUID", thread_id)};
     if (if_not_exists != "create") {
       throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
     }
-    (void)threads_.create_record(thread_id, graph_metadata);
+    run->thread_record = threads_.create_record(thread_id, graph_metadata);
   }
   run->thread_id = thread_id;
   if (has_checkpointer) config.thread_id = thread_id;

@@ -31,6 +31,7 @@
 
 #include "api.hpp"
 #include "io_threads.hpp"
+#include "run_queue.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
@@ -321,7 +322,13 @@ struct Server::Impl {
       const http::request<http::string_body>& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
-      server::ApiResponse response = answer(req);
+      server::ApiResponse response;
+      if (ThreadPool* blocking = api->blocking_pool()) {
+        // Its database round trips hold a thread of the pool, not this io thread.
+        response = co_await server::on_pool(*blocking, [this, &req] { return answer(req); });
+      } else {
+        response = answer(req);
+      }
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
         if (!usable) break;

@@ -102,56 +102,62 @@ ApiResponse no_content() {
 
 ThreadRegistry::ThreadRegistry(std::shared_ptr<Store> records) : records_(std::move(records)) {}
 
-std::optional<json> ThreadRegistry::find_locked(const std::string& thread_id) const {
-  if (const auto busy = busy_.find(thread_id); busy != busy_.end())
-    return std::optional<json>(busy->second);
+// The record: a busy thread's from memory, else the stored one. Holds mu_ for the busy map only.
+std::optional<json> ThreadRegistry::lookup(const std::string& thread_id) const {
+  {
+    std::lock_guard lock(mu_);
+    if (const auto busy = busy_.find(thread_id); busy != busy_.end())
+      return std::optional<json>(busy->second);
+  }
   auto item = records_->get(threads_namespace(), thread_id);
   if (!item) return std::nullopt;
   return std::move(item->value);
 }
 
-void ThreadRegistry::show_status(json& thread) const {
-  if (shared_busy_ && shared_busy_(thread.value("thread_id", std::string()))) {
-    thread["status"] = "busy";
+void ThreadRegistry::apply(const SharedStatus& status, json& thread) {
+  thread["status"] = status.status;
+  // ISO 8601 times in UTC, written alike: the later one is the greater string.
+  if (status.updated_at > thread.value("updated_at", std::string())) {
+    thread["updated_at"] = status.updated_at;
   }
 }
 
-void ThreadRegistry::share(std::function<bool(const std::string&)> busy,
-                           std::function<std::set<std::string>()> busy_all,
+void ThreadRegistry::show_status(json& thread) const {
+  if (!shared_status_) return;
+  if (const auto status = shared_status_(thread.value("thread_id", std::string()))) {
+    apply(*status, thread);
+  }
+}
+
+void ThreadRegistry::share(std::function<std::optional<SharedStatus>(const std::string&)> status,
+                           std::function<std::map<std::string, SharedStatus>()> all_statuses,
                            std::function<std::shared_ptr<void>(const std::string&)> lock) {
   std::lock_guard guard(mu_);
-  shared_busy_ = std::move(busy);
-  shared_busy_all_ = std::move(busy_all);
+  shared_status_ = std::move(status);
+  shared_statuses_ = std::move(all_statuses);
   shared_lock_ = std::move(lock);
 }
 
 ThreadRegistry::ChangeLock::ChangeLock(const ThreadRegistry& registry, const std::string& thread_id)
     : shared(registry.shared_lock_ ? registry.shared_lock_(thread_id) : nullptr),
-      local(registry.mu_) {}
+      local(registry.change_mu_[std::hash<std::string>{}(thread_id) % registry.change_mu_.size()]) {
+}
 
 std::optional<json> ThreadRegistry::find(const std::string& thread_id) const {
-  std::optional<json> thread;
-  {
-    std::lock_guard lock(mu_);
-    thread = find_locked(thread_id);
-  }
-  if (thread) show_status(*thread);  // not under mu_: a cluster's query takes a connection
+  std::optional<json> thread = lookup(thread_id);
+  if (thread) show_status(*thread);
   return thread;
 }
 
-json ThreadRegistry::require_locked(const std::string& thread_id) const {
+json ThreadRegistry::require_record(const std::string& thread_id) const {
   require_uuid(thread_id, "thread id");
-  auto thread = find_locked(thread_id);
+  auto thread = lookup(thread_id);
   if (!thread) throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
   return *std::move(thread);
 }
 
 json ThreadRegistry::require(const std::string& thread_id) const {
-  json thread;
-  {
-    std::lock_guard lock(mu_);
-    thread = require_locked(thread_id);
-  }
+  json thread = require_record(thread_id);
   show_status(thread);
   return thread;
 }
@@ -159,7 +165,7 @@ json ThreadRegistry::require(const std::string& thread_id) const {
 json ThreadRegistry::create_record(const std::string& thread_id, const json& metadata) {
   require_uuid(thread_id, "thread id");
   const ChangeLock lock(*this, thread_id);
-  if (auto existing = find_locked(thread_id)) return *existing;
+  if (auto existing = lookup(thread_id)) return *existing;
   const std::string now = iso_timestamp_now();
   json thread = {{"thread_id", thread_id}, {"created_at", now},
                  {"updated_at", now},      {"metadata", metadata},
@@ -184,12 +190,9 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   }
   if (thread_id.empty()) return json_response(create_record(new_uuid4(), metadata));
   require_uuid(thread_id, "thread id");
-  {
-    std::lock_guard lock(mu_);
-    if (auto existing = find_locked(thread_id)) {
-      if (if_exists == "do_nothing") return json_response(*existing);
-      throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
-    }
+  if (auto existing = lookup(thread_id)) {
+    if (if_exists == "do_nothing") return json_response(*existing);
+    throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
   }
   return json_response(create_record(thread_id, metadata));
 }
@@ -200,10 +203,11 @@ ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest
   json thread;
   {
     const ChangeLock lock(*this, thread_id);
-    thread = require_locked(thread_id);
+    thread = require_record(thread_id);
     for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
     thread["updated_at"] = iso_timestamp_now();
     records_->put(threads_namespace(), thread_id, thread);
+    std::lock_guard busy_lock(mu_);
     if (const auto busy = busy_.find(thread_id); busy != busy_.end()) busy->second = thread;
   }
   show_status(thread);  // not under the lock: a cluster's query takes a connection
@@ -211,15 +215,12 @@ ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest
 }
 
 void ThreadRegistry::set_status(const std::string& thread_id, std::string_view status,
-                                const json& metadata) {
+                                const json& metadata, const json* known) {
   if (status == "busy" && shared_lock_) {
     // In a cluster "busy" is not stored: nothing to change (nor to lock) unless the metadata
     // gains something.
-    std::optional<json> stored;
-    {
-      std::lock_guard guard(mu_);
-      stored = find_locked(thread_id);
-    }
+    const std::optional<json> stored =
+        known != nullptr && known->is_object() ? std::optional<json>(*known) : lookup(thread_id);
     if (!stored) return;
     const json& has = (*stored)["metadata"];
     bool changes = false;
@@ -232,7 +233,7 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
     if (!changes) return;
   }
   const ChangeLock lock(*this, thread_id);
-  auto thread = find_locked(thread_id);
+  auto thread = lookup(thread_id);
   if (!thread) return;
   bool metadata_changed = false;
   if (metadata.is_object()) {
@@ -243,37 +244,45 @@ void ThreadRegistry::set_status(const std::string& thread_id, std::string_view s
       metadata_changed = true;
     }
   }
-  if (status != "busy" || !shared_busy_) (*thread)["status"] = status;  // busy: from the queue
+  if (status != "busy" || !shared_status_) (*thread)["status"] = status;  // busy: from the queue
   (*thread)["updated_at"] = iso_timestamp_now();
   if (status == "busy") {
     // The metadata (a first run's graph_id) must survive a crash; the status need not (and in
     // a cluster it comes from the run queue).
     if (metadata_changed) records_->put(threads_namespace(), thread_id, *thread);
-    if (!shared_busy_) busy_.insert_or_assign(thread_id, *std::move(thread));
+    if (!shared_status_) {
+      std::lock_guard busy_lock(mu_);
+      busy_.insert_or_assign(thread_id, *std::move(thread));
+    }
     return;
   }
-  busy_.erase(thread_id);
+  // Stored before it leaves the busy map: a reader sees the busy record or the new one.
   records_->put(threads_namespace(), thread_id, *thread);
+  std::lock_guard busy_lock(mu_);
+  busy_.erase(thread_id);
 }
 
 bool ThreadRegistry::remove_record(const std::string& thread_id) {
   const ChangeLock lock(*this, thread_id);
-  if (!find_locked(thread_id)) return false;
-  busy_.erase(thread_id);
+  if (!lookup(thread_id)) return false;
   records_->remove(threads_namespace(), thread_id);
+  std::lock_guard busy_lock(mu_);
+  busy_.erase(thread_id);
   return true;
 }
 
 std::vector<json> ThreadRegistry::all() const {
   std::vector<json> out;
-  // Before mu_: a cluster's query takes a connection that a record's change may hold.
-  const std::set<std::string> shared_busy =
-      shared_busy_all_ ? shared_busy_all_() : std::set<std::string>();
+  const std::map<std::string, SharedStatus> shared =
+      shared_statuses_ ? shared_statuses_() : std::map<std::string, SharedStatus>();
+  auto records = all_records(*records_, threads_namespace());
   std::lock_guard lock(mu_);
-  for (auto& hit : all_records(*records_, threads_namespace())) {
+  for (auto& hit : records) {
     const auto busy = busy_.find(hit.item.key);
     out.push_back(busy != busy_.end() ? busy->second : std::move(hit.item.value));
-    if (shared_busy.contains(hit.item.key)) out.back()["status"] = "busy";
+    if (const auto status = shared.find(hit.item.key); status != shared.end()) {
+      apply(status->second, out.back());
+    }
   }
   return out;
 }

@@ -112,6 +112,47 @@ TEST_CASE("cluster: two servers share the runs of their threads") {
     CHECK(b.get_json("/threads/" + thread_id)["metadata"].size() == 2 * kPatches);
   }
 
+  SUBCASE("a thread's status after each run reads the same from both servers, searches too") {
+    const std::string thread_id = a.new_thread();
+    const std::string created = a.get_json("/threads/" + thread_id)["updated_at"];
+    const auto status_filter = [&](Served& s, const std::string& status) {
+      const json found = s.post_json("/threads/search", {{"status", status}, {"limit", 100}});
+      for (const auto& t : found) {
+        if (t["thread_id"] == thread_id) return true;
+      }
+      return false;
+    };
+    // Interrupted before its node: "interrupted", wherever it ran.
+    auto waited =
+        a.post("/threads/" + thread_id + "/runs/wait", json{{"assistant_id", "agent"},
+                                                            {"input", human_input("first")},
+                                                            {"interrupt_before", {"echo"}}});
+    REQUIRE(waited.status == 200);
+    for (Served* s : servers) {
+      const json thread = s->get_json("/threads/" + thread_id);
+      CHECK(thread["status"] == "interrupted");
+      CHECK(thread["updated_at"].get<std::string>() > created);
+      CHECK(status_filter(*s, "interrupted"));
+      CHECK_FALSE(status_filter(*s, "idle"));
+    }
+    // Resumed to its end: "idle".
+    waited = b.post("/threads/" + thread_id + "/runs/wait",
+                    json{{"assistant_id", "agent"}, {"input", nullptr}});
+    REQUIRE(waited.status == 200);
+    for (Served* s : servers) {
+      CHECK(s->get_json("/threads/" + thread_id)["status"] == "idle");
+      CHECK(status_filter(*s, "idle"));
+      CHECK_FALSE(status_filter(*s, "interrupted"));
+    }
+    // Deleted: its status goes with it.
+    REQUIRE(sg::test::http_request("DELETE", b.server.url() + "/threads/" + thread_id, "").status ==
+            204);
+    sg::pg::Connection db(cluster.conninfo());
+    CHECK(db.exec("SELECT count(*) FROM sg_thread_status WHERE thread_id = $1",
+                  sg::pg::Params().text(thread_id))
+              .get_int(0, 0) == 0);
+  }
+
   SUBCASE("cancel and join from the server that does not execute the run") {
     const std::string thread_id = a.new_thread();
     const auto run = a.post_json("/threads/" + thread_id + "/runs",
