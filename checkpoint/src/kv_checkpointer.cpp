@@ -1,6 +1,8 @@
 // KvCheckpointer: writing checkpoints and writes (deleting, copying and pruning threads:
 // kv_checkpointer_threads.cpp; heads and fences on a shared backend: kv_checkpointer_shared.cpp).
 // Layout and helpers: kv_format.hpp.
+#include <algorithm>
+
 #include "kv_saver_impl.hpp"
 
 namespace sg {
@@ -9,62 +11,87 @@ using namespace kv_format;  // NOLINT: this module's own helpers
 
 KvCheckpointer::Impl::Impl(std::unique_ptr<detail::KvBackend> kv) : kv_(std::move(kv)) {}
 
+KvCheckpointer::Impl::Shard& KvCheckpointer::Impl::shard_of(std::string_view key) {
+  const std::string_view thread = key.substr(0, key.find('\0'));
+  return shards_[std::hash<std::string_view>{}(thread) % kShards];
+}
+
+std::vector<std::unique_lock<std::mutex>> KvCheckpointer::Impl::lock_threads(
+    const std::vector<std::string>& thread_prefixes) {
+  std::vector<Shard*> shards;
+  for (const auto& tp : thread_prefixes) shards.push_back(&shard_of(tp));
+  std::sort(shards.begin(), shards.end());  // one order for every writer: no deadlock
+  shards.erase(std::unique(shards.begin(), shards.end()), shards.end());
+  std::vector<std::unique_lock<std::mutex>> locks;
+  locks.reserve(shards.size());
+  for (Shard* shard : shards) {
+    locks.emplace_back(shard->mu);
+    bound_caches(*shard);
+  }
+  return locks;
+}
+
 std::uint64_t KvCheckpointer::Impl::next_seq(const Staged& staged, const std::string& prefix) {
   if (auto staged_seq = staged.seqs.find(prefix); staged_seq != staged.seqs.end())
     return staged_seq->second;
-  auto it = next_seq_.find(prefix);
-  if (it != next_seq_.end()) return it->second;
+  Shard& shard = shard_of(prefix);
+  auto it = shard.next_seq.find(prefix);
+  if (it != shard.next_seq.end()) return it->second;
   std::uint64_t next = 0;
   kv_->scan(Column::messages, prefix, prefix_end(prefix), true,
             [&](std::string_view key, std::string_view) {
               next = read_u64(key.substr(prefix.size())) + 1;
               return false;
             });
-  next_seq_[prefix] = next;
+  shard.next_seq[prefix] = next;
   touch(prefix);
   return next;
 }
 
 void KvCheckpointer::Impl::forget_thread(const std::string& thread_key) {
-  auto forget = [&](auto& cache) {
+  forget(shard_of(thread_key), thread_key);
+}
+
+void KvCheckpointer::Impl::forget(Shard& shard, const std::string& thread_key) {
+  auto drop = [&](auto& cache) {
     for (auto it = cache.lower_bound(thread_key);
          it != cache.end() && it->first.compare(0, thread_key.size(), thread_key) == 0;) {
       it = cache.erase(it);
     }
   };
-  forget(next_seq_);
-  forget(views_);
-  forget(latest_);
-  forget(inline_);
-  forget(heads_);  // fences_ are not caches: the tokens this object's writes must expect
-  if (const auto at = recent_at_.find(thread_key); at != recent_at_.end()) {
+  drop(shard.next_seq);
+  drop(shard.views);
+  drop(shard.latest);
+  drop(shard.inlines);
+  drop(shard.heads);  // fences are not caches: the tokens this object's writes must expect
+  if (const auto at = shard.recent_at.find(thread_key); at != shard.recent_at.end()) {
     const auto node = at->second;
-    recent_at_.erase(at);
-    recent_.erase(node);
+    shard.recent_at.erase(at);
+    shard.recent.erase(node);
   }
 }
 
 void KvCheckpointer::Impl::touch(std::string_view key) {
   const std::string_view tp = key.substr(0, key.find('\0') + 1);
-  if (!recent_.empty() && recent_.front() == tp) return;
-  if (const auto at = recent_at_.find(tp); at != recent_at_.end()) {
-    recent_.splice(recent_.begin(), recent_, at->second);
+  Shard& shard = shard_of(tp);
+  if (!shard.recent.empty() && shard.recent.front() == tp) return;
+  if (const auto at = shard.recent_at.find(tp); at != shard.recent_at.end()) {
+    shard.recent.splice(shard.recent.begin(), shard.recent, at->second);
     return;
   }
-  recent_.emplace_front(tp);
-  recent_at_.emplace(recent_.front(), recent_.begin());
+  shard.recent.emplace_front(tp);
+  shard.recent_at.emplace(shard.recent.front(), shard.recent.begin());
 }
 
-void KvCheckpointer::Impl::bound_caches() {
-  while (recent_.size() > kCachedThreads) {
-    const std::string oldest = recent_.back();  // a copy: forget_thread() erases the node
-    forget_thread(oldest);
+void KvCheckpointer::Impl::bound_caches(Shard& shard) {
+  while (shard.recent.size() > kCachedThreads / kShards) {
+    const std::string oldest = shard.recent.back();  // a copy: forget() erases the node
+    forget(shard, oldest);
   }
 }
 
 template <typename Work>
 auto KvCheckpointer::Impl::retrying(Work&& stage_and_commit) {
-  bound_caches();
   constexpr int kAttempts = 5;
   for (int attempt = 1;; ++attempt) {
     try {
@@ -88,7 +115,8 @@ const KvCheckpointer::Impl::InlineValues& KvCheckpointer::Impl::parent_inline(
   if (parent_id.empty()) return read;
   const std::string prefix = prefix_of(thread, ns);
   using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
-  for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
+  for (const Inlines* inlines :
+       {&staged.inlines, static_cast<const Inlines*>(&shard_of(prefix).inlines)}) {
     auto it = inlines->find(prefix);
     if (it != inlines->end() && it->second.first == parent_id) return it->second.second;
   }
@@ -109,8 +137,8 @@ KvCheckpointer::Impl::LogRanges KvCheckpointer::Impl::base_view(
     const Checkpoint& checkpoint) {
   const std::string log = log_prefix(prefix, channel);
   using Views = std::map<std::string, std::pair<std::int64_t, Ranges>>;
-  for (const Views* views :
-       {static_cast<const Views*>(&staged.views), static_cast<const Views*>(&views_)}) {
+  for (const Views* views : {static_cast<const Views*>(&staged.views),
+                             static_cast<const Views*>(&shard_of(log).views)}) {
     auto it = views->find(log);
     if (it != views->end() && it->second.first == version) return it->second.second;
   }
@@ -166,7 +194,8 @@ std::optional<KvCheckpointer::Impl::InlineValue> KvCheckpointer::Impl::find_inli
     const std::string& channel, std::int64_t version) {
   const std::string prefix = prefix_of(thread, ns);
   using Inlines = std::map<std::string, std::pair<std::string, InlineValues>>;
-  for (const Inlines* inlines : {&staged.inlines, static_cast<const Inlines*>(&inline_)}) {
+  for (const Inlines* inlines :
+       {&staged.inlines, static_cast<const Inlines*>(&shard_of(prefix).inlines)}) {
     auto it = inlines->find(prefix);
     if (it == inlines->end()) continue;
     auto v = it->second.second.find(channel);
@@ -370,28 +399,29 @@ void KvCheckpointer::Impl::stage_put(Staged& staged, const CheckpointConfig& con
 void KvCheckpointer::Impl::commit(Staged& staged) {
   write_guarded(staged.batch, staged.threads, Guard::expect_head);
   for (auto& [log, seq] : staged.seqs) {
-    next_seq_[log] = seq;
+    shard_of(log).next_seq[log] = seq;
     touch(log);
   }
   for (auto& [log, view] : staged.views) {
-    views_[log] = std::move(view);
+    shard_of(log).views[log] = std::move(view);
     touch(log);
   }
   for (auto& [prefix, values] : staged.inlines) {
-    inline_[prefix] = std::move(values);
+    shard_of(prefix).inlines[prefix] = std::move(values);
     touch(prefix);
   }
   for (auto& [prefix, id] : staged.latest) {
     // Only a known newest id can be advanced: without one, older storage is unknown.
-    auto it = latest_.find(prefix);
-    if (it != latest_.end() && it->second < id) it->second = id;
+    auto& latest = shard_of(prefix).latest;
+    auto it = latest.find(prefix);
+    if (it != latest.end() && it->second < id) it->second = id;
   }
 }
 
 CheckpointConfig KvCheckpointer::Impl::put(const CheckpointConfig& config,
                                            const Checkpoint& checkpoint, const json& metadata,
                                            const ChannelVersions& new_versions) {
-  std::lock_guard lock(write_mu_);
+  const auto locks = lock_threads({thread_prefix(config.thread_id)});
   retrying([&] {
     Staged staged;
     stage_put(staged, config, checkpoint, metadata, new_versions);
@@ -402,7 +432,10 @@ CheckpointConfig KvCheckpointer::Impl::put(const CheckpointConfig& config,
 
 std::vector<CheckpointConfig> KvCheckpointer::Impl::put_all(
     const std::vector<CheckpointPut>& puts) {
-  std::lock_guard lock(write_mu_);
+  std::vector<std::string> threads;
+  threads.reserve(puts.size());
+  for (const auto& p : puts) threads.push_back(thread_prefix(p.config.thread_id));
+  const auto locks = lock_threads(threads);
   return retrying([&] {
     Staged staged;
     std::vector<CheckpointConfig> out;
@@ -432,20 +465,20 @@ std::optional<std::string> KvCheckpointer::Impl::latest_checkpoint_id(
     const std::string& thread_id, const std::string& checkpoint_ns) {
   if (thread_id.empty()) return std::nullopt;
   std::string id;
-  std::lock_guard lock(write_mu_);
+  const std::string tp = thread_prefix(thread_id);
+  const auto locks = lock_threads({tp});
   if (kv_->shared()) {
     // Another process may have written since: the caches answer while the thread's head is the
     // one this object last saw (a point read), else they are dropped.
-    const std::string tp = thread_prefix(thread_id);
     std::string stored = kv_->get(Column::heads, tp).value_or(std::string());
-    if (const auto head = heads_.find(tp); head == heads_.end() || head->second != stored) {
+    auto& heads = shard_of(tp).heads;
+    if (const auto head = heads.find(tp); head == heads.end() || head->second != stored) {
       forget_thread(tp);
-      heads_[tp] = std::move(stored);  // read before the caches fill, as in enter()
+      heads[tp] = std::move(stored);  // read before the caches fill, as in enter()
       touch(tp);
     }
   }
   id = newest_id(Staged{}, prefix_of(thread_id, checkpoint_ns));
-  bound_caches();
   if (id.empty()) return std::nullopt;
   return id;
 }
@@ -480,7 +513,8 @@ void KvCheckpointer::Impl::keep_writes_apart(Staged& staged, const std::string& 
 
 std::string KvCheckpointer::Impl::newest_id(const Staged& staged, const std::string& prefix) {
   if (auto it = staged.latest.find(prefix); it != staged.latest.end()) return it->second;
-  if (auto it = latest_.find(prefix); it != latest_.end()) return it->second;
+  auto& latest = shard_of(prefix).latest;
+  if (auto it = latest.find(prefix); it != latest.end()) return it->second;
   std::string found;
   kv_->scan(Column::checkpoints, prefix, prefix_end(prefix), true,
             [&](std::string_view key, std::string_view) {
@@ -488,7 +522,7 @@ std::string KvCheckpointer::Impl::newest_id(const Staged& staged, const std::str
               return false;
             });
   if (!found.empty()) {
-    latest_[prefix] = found;
+    latest[prefix] = found;
     touch(prefix);
   }
   return found;
@@ -505,7 +539,7 @@ void KvCheckpointer::Impl::put_writes(const CheckpointConfig& config,
 
 void KvCheckpointer::Impl::put_task_writes(const CheckpointConfig& config, const TaskWrites& task,
                                            const std::string& task_path) {
-  std::lock_guard lock(write_mu_);
+  const auto locks = lock_threads({thread_prefix(config.thread_id)});
   std::vector<KvOp> batch;
   stage_writes(batch, config, task, task_path);
   // No cache is used: a conflict can only be a fence.

@@ -13,11 +13,11 @@ void KvCheckpointer::Impl::enter(Staged& staged, const std::string& thread_id) {
   if (!kv_->shared()) return;
   std::string tp = thread_prefix(thread_id);
   if (std::find(staged.threads.begin(), staged.threads.end(), tp) != staged.threads.end()) return;
-  if (!heads_.contains(tp)) {
+  if (auto& heads = shard_of(tp).heads; !heads.contains(tp)) {
     // Read the head before the caches fill: a write of another process in between changes the
     // head, and commit() then fails rather than trust them.
     forget_thread(tp);
-    heads_[tp] = kv_->get(Column::heads, tp).value_or(std::string());
+    heads[tp] = kv_->get(Column::heads, tp).value_or(std::string());
     touch(tp);
   }
   staged.threads.push_back(std::move(tp));
@@ -25,12 +25,13 @@ void KvCheckpointer::Impl::enter(Staged& staged, const std::string& thread_id) {
 
 void KvCheckpointer::Impl::guard(std::vector<KvOp>& batch, const std::string& tp,
                                  bool expect_head) {
-  if (auto fence = fences_.find(tp); fence != fences_.end()) {
+  Shard& shard = shard_of(tp);
+  if (auto fence = shard.fences.find(tp); fence != shard.fences.end()) {
     batch.push_back({KvOp::Kind::expect, Column::fences, tp, fence->second});
   }
   if (expect_head) {
     // An expect and a put of one key: the backend may do both as one compare-and-set.
-    batch.push_back({KvOp::Kind::expect, Column::heads, tp, heads_[tp]});
+    batch.push_back({KvOp::Kind::expect, Column::heads, tp, shard.heads[tp]});
     batch.push_back({KvOp::Kind::put, Column::heads, tp, new_uuid4()});
   }
 }
@@ -53,8 +54,9 @@ void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
     kv_->write(batch);
   } catch (const detail::KvConflict&) {
     for (const auto& tp : thread_prefixes) {
-      auto fence = fences_.find(tp);
-      if (fence != fences_.end() && kv_->get(Column::fences, tp).value_or("") != fence->second) {
+      const auto& fences = shard_of(tp).fences;
+      auto fence = fences.find(tp);
+      if (fence != fences.end() && kv_->get(Column::fences, tp).value_or("") != fence->second) {
         throw CheckpointError(
             errc::kCheckpointFenced,
             fmt::format("thread '{}': another worker took over the run writing it (its fence "
@@ -70,7 +72,7 @@ void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
   }
   for (std::size_t i = first_guard; i < batch.size(); ++i) {
     if (batch[i].kind == KvOp::Kind::put && batch[i].space == Column::heads) {
-      heads_[batch[i].key] = batch[i].value;
+      shard_of(batch[i].key).heads[batch[i].key] = batch[i].value;
       touch(batch[i].key);
     }
   }
@@ -79,11 +81,12 @@ void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
 void KvCheckpointer::Impl::fence(const std::string& thread_id, std::string token) {
   check_name("thread_id", thread_id);
   if (!kv_->shared()) return;  // one process writes: nobody to fence out
-  std::lock_guard lock(write_mu_);
+  const std::string tp = thread_prefix(thread_id);
+  const auto locks = lock_threads({tp});
   if (token.empty()) {
-    fences_.erase(thread_prefix(thread_id));
+    shard_of(tp).fences.erase(tp);
   } else {
-    fences_[thread_prefix(thread_id)] = std::move(token);
+    shard_of(tp).fences[tp] = std::move(token);
   }
 }
 

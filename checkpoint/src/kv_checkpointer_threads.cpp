@@ -8,7 +8,7 @@ using namespace kv_format;  // NOLINT: this module's own helpers
 void KvCheckpointer::Impl::delete_thread(const std::string& thread_id) {
   check_name("thread_id", thread_id);
   const std::string tp = thread_prefix(thread_id);
-  std::lock_guard lock(write_mu_);
+  const auto locks = lock_threads({tp});
   std::vector<KvOp> batch;
   for (std::uint8_t column = 0; column < Column::count; ++column)
     batch.push_back({KvOp::Kind::erase_range, column, tp, prefix_end(tp)});
@@ -22,7 +22,7 @@ void KvCheckpointer::Impl::copy_thread(const std::string& source, const std::str
   if (source == target) return;
   const std::string from = thread_prefix(source);
   const std::string to = thread_prefix(target);
-  std::lock_guard lock(write_mu_);
+  const auto locks = lock_threads({to});
   std::vector<KvOp> batch;
   for (std::uint8_t column = 0; column < Column::count; ++column) {
     batch.push_back({KvOp::Kind::erase_range, column, to, prefix_end(to)});
@@ -49,7 +49,7 @@ void KvCheckpointer::Impl::prune(const std::vector<std::string>& thread_ids,
       if (!latest) continue;
       const std::string prefix = prefix_of(thread, ns);
       const std::string& keep_id = latest->config.checkpoint_id;
-      std::lock_guard lock(write_mu_);
+      const auto locks = lock_threads({thread_prefix(thread)});
       std::vector<KvOp> batch;
       // Older checkpoints and their writes.
       batch.push_back({KvOp::Kind::erase_range, Column::checkpoints, prefix, prefix + keep_id});

@@ -6,6 +6,7 @@
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 #include <stategraph/kv/kv.hpp>
 
+#include <array>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -21,7 +22,8 @@
 
 namespace sg {
 
-/// Thread-safe like KvCheckpointer: writers hold write_mu_, readers only read the backend.
+/// Thread-safe like KvCheckpointer: writers hold the shards of their threads, readers only read
+/// the backend.
 struct KvCheckpointer::Impl {
  public:
   explicit Impl(std::unique_ptr<detail::KvBackend> kv);
@@ -53,6 +55,7 @@ struct KvCheckpointer::Impl {
  private:
   struct Record;
   struct Staged;
+  struct Shard;
   std::optional<Record> read_record(const std::string& thread, const std::string& ns,
                                     std::string_view key, std::string_view value);
   /// A checkpoint's tuple. `newer`: the record after it in key order, when the caller read it
@@ -67,11 +70,11 @@ struct KvCheckpointer::Impl {
   void add_pending_write(const std::string& thread, const std::string& ns, std::string task_id,
                          std::string channel, nlohmann::json value, CheckpointTuple& t);
   /// The newest checkpoint id of a thread+namespace prefix, counting staged puts ("" if none).
-  /// Caller holds write_mu_.
+  /// Caller holds the shard of the thread.
   std::string newest_id(const Staged& staged, const std::string& prefix);
   /// Before a record is put with an id below the newest (between a checkpoint and the next
   /// record, which may keep the checkpoint's writes): copies those writes under the checkpoint.
-  /// Caller holds write_mu_.
+  /// Caller holds the shard of the thread.
   void keep_writes_apart(Staged& staged, const std::string& thread, const std::string& ns,
                          const std::string& id);
   nlohmann::json read_channel(const std::string& thread, const std::string& ns,
@@ -113,11 +116,11 @@ struct KvCheckpointer::Impl {
   void write_value(detail::CborWriter<std::string>& w, const std::string& prefix,
                    const TaskWrite& write, const Staged& staged, const InlineValues& stored);
   /// Adds a task's writes to `batch`, one key each (put_writes' rules; no `appended` kind).
-  /// Caller holds write_mu_.
+  /// Caller holds the shard of the thread.
   void stage_writes(std::vector<detail::KvOp>& batch, const CheckpointConfig& config,
                     const TaskWrites& task, const std::string& task_path);
   /// Stages the writes of a task that just made the staged checkpoint of `config`'s child, as
-  /// one bundle under `config`'s checkpoint. Caller holds write_mu_.
+  /// one bundle under `config`'s checkpoint. Caller holds the shard of the thread.
   void stage_bundle(Staged& staged, const CheckpointConfig& config, const TaskWrites& task);
   /// The log ranges of version `version` of a list channel, a delta's base. A base stored as a
   /// whole value (a put() of the list) has its items added to the log first.
@@ -126,24 +129,26 @@ struct KvCheckpointer::Impl {
                       const CheckpointConfig& config, const Checkpoint& checkpoint);
   /// The next sequence number of a log, counting the items `staged` adds.
   std::uint64_t next_seq(const Staged& staged, const std::string& log_prefix);
+  /// Drops the caches of a thread. Caller holds its shard.
   void forget_thread(const std::string& thread_prefix);
+  static void forget(Shard& shard, const std::string& thread_prefix);
   /// Notes that the caches just got or changed an entry of the thread that `key` (a cache key,
   /// the thread's prefix first) belongs to: it becomes the most recently used. Caller holds
-  /// write_mu_.
+  /// the shard of the thread.
   void touch(std::string_view key);
   /// Drops the caches of the least recently used threads while more than kCachedThreads threads
   /// have some (they fill again from storage, as after a restart): what a long-lived process
   /// keeps does not grow with the number of threads it ever wrote or read, and the threads in
-  /// use keep theirs. Caller holds write_mu_.
-  void bound_caches();
-  static constexpr std::size_t kCachedThreads = 4096;
+  /// use keep theirs. Caller holds `shard`.
+  static void bound_caches(Shard& shard);
+  static constexpr std::size_t kCachedThreads = 4096;  // over all shards
   /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
   /// first dropped when this object does not know the thread's head (commit() then expects it
-  /// unchanged). Caller holds write_mu_.
+  /// unchanged). Caller holds the shard of the thread.
   void enter(Staged& staged, const std::string& thread_id);
   /// A shared backend: adds to `batch` what a write of the thread with prefix `tp` expects (its
   /// fence, when one is set; its head too when `expect_head`) and a new head. Caller holds
-  /// write_mu_.
+  /// the shard of the thread.
   void guard(std::vector<detail::KvOp>& batch, const std::string& tp, bool expect_head);
   /// What a write of a thread on a shared backend checks and changes besides its data: only the
   /// fence (writes that neither use nor change the caches), the fence and a new head (a change
@@ -152,31 +157,44 @@ struct KvCheckpointer::Impl {
   enum class Guard : std::uint8_t { fence, new_head, expect_head };
   /// Writes `batch`, on a shared backend guarded for the threads with prefixes `thread_prefixes`
   /// as `mode` says. A conflict drops their caches and throws KvConflict again, or
-  /// CheckpointError "checkpoint.fenced" when a fence no longer holds. Caller holds write_mu_.
+  /// CheckpointError "checkpoint.fenced" when a fence no longer holds. Caller holds the shards
+  /// of the threads.
   void write_guarded(std::vector<detail::KvOp>& batch,
                      const std::vector<std::string>& thread_prefixes, Guard mode);
   /// Runs `stage_and_commit` again (at most a few times) while a shared backend reports that
   /// another process wrote a thread it uses; throws CheckpointError "checkpoint.fenced" when a
-  /// fence no longer holds. Caller holds write_mu_.
+  /// fence no longer holds. Caller holds the shard of the thread.
   template <typename Work>
   auto retrying(Work&& stage_and_commit);
 
   std::unique_ptr<detail::KvBackend> kv_;
-  // Serializes writers (read-modify-write) and guards the caches below, which only this object's
-  // writes change (a store has one KvCheckpointer: RocksDB locks its directory).
-  std::mutex write_mu_;
-  std::map<std::string, std::uint64_t> next_seq_;  // message log -> next sequence number
-  std::map<std::string, std::pair<std::int64_t, LogRanges>> views_;  // log -> newest view
-  std::map<std::string, std::string> latest_;  // thread+namespace prefix -> newest checkpoint
-  std::map<std::string, std::pair<std::string, InlineValues>> inline_;  // prefix -> newest record
-  // Shared backends: the head each thread had after this object's last write (the caches of a
-  // thread are valid while it still has it), and the fences this object's writes expect.
-  std::map<std::string, std::string> heads_;   // thread prefix -> head token
-  std::map<std::string, std::string> fences_;  // thread prefix -> fence token
-  // The prefixes of the threads with cache entries, the most recently used first, and where
-  // each is in that list (keyed by views of the list's own strings).
-  std::list<std::string> recent_;
-  std::unordered_map<std::string_view, std::list<std::string>::iterator> recent_at_;
+  /// The caches of the threads whose prefixes hash to it, and the lock of their writes: writes
+  /// of threads in different shards go on in parallel (on a database, a round trip each).
+  struct Shard {  // NOLINT(altera-struct-pack-align)
+    // Serializes the writers of its threads (read-modify-write) and guards the caches below,
+    // which only this object's writes change (a store has one KvCheckpointer: RocksDB locks its
+    // directory).
+    std::mutex mu;
+    std::map<std::string, std::uint64_t> next_seq;  // message log -> next sequence number
+    std::map<std::string, std::pair<std::int64_t, LogRanges>> views;  // log -> newest view
+    std::map<std::string, std::string> latest;  // thread+namespace prefix -> newest checkpoint
+    std::map<std::string, std::pair<std::string, InlineValues>> inlines;  // prefix -> newest
+    // Shared backends: the head each thread had after this object's last write (the caches of
+    // a thread are valid while it still has it), and the fences this object's writes expect.
+    std::map<std::string, std::string> heads;   // thread prefix -> head token
+    std::map<std::string, std::string> fences;  // thread prefix -> fence token
+    // The prefixes of the threads with cache entries, the most recently used first, and where
+    // each is in that list (keyed by views of the list's own strings).
+    std::list<std::string> recent;
+    std::unordered_map<std::string_view, std::list<std::string>::iterator> recent_at;
+  };
+  static constexpr std::size_t kShards = 16;
+  /// The shard of the thread whose prefix begins `key` (a thread prefix or any cache key).
+  Shard& shard_of(std::string_view key);
+  /// Locks the shards of `thread_prefixes` (each once, in shard order) and bounds their caches.
+  std::vector<std::unique_lock<std::mutex>> lock_threads(
+      const std::vector<std::string>& thread_prefixes);
+  std::array<Shard, kShards> shards_;
 };
 
 struct KvCheckpointer::Impl::Record {
