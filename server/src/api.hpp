@@ -456,7 +456,7 @@ class RunManager {
   boost::asio::awaitable<void> execute(std::shared_ptr<Run> run);
   /// After a run: a rolled-back run's checkpoints go, and the queue records its end.
   void conclude(const std::shared_ptr<Run>& run, std::string status, nlohmann::json result,
-                const std::optional<std::string>& head_before);
+                std::optional<std::optional<std::string>> head_before);
 
   const Api& api_;
   ThreadRegistry& threads_;

@@ -208,32 +208,51 @@ void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string
     std::lock_guard lock(mu_);
     local_[run->run_id] = run;
   }
-  const pg::Result result = [&] {
+  // Created, and claimed here in the same round trip when a slot is free and so is its thread
+  // (its events then stay in this process).
+  bool slot = host_.slots.take();
+  const auto create_run = [&](bool claim) {
+    return db([&](pg::Connection& c) {
+      std::vector<pg::Statement> statements{
+          {"SELECT sg_run_create($1, $2, $3, $4::jsonb, $5::jsonb, $6)",
+           pg::Params()
+               .text(run->run_id)
+               .text(run->thread_id)
+               .text(strategy)
+               .text(run->record_now().dump())
+               .text(spec.dump())
+               .text(iso_timestamp_now())}};
+      if (claim) statements.push_back({kClaim, claim_params(run->run_id)});
+      return c.pipeline(statements);
+    });
+  };
+  const std::vector<pg::Result> results = [&] {
     try {
-      return db([&](pg::Connection& c) {
-        return c.exec("SELECT sg_run_create($1, $2, $3, $4::jsonb, $5::jsonb, $6)",
-                      pg::Params()
-                          .text(run->run_id)
-                          .text(run->thread_id)
-                          .text(strategy)
-                          .text(run->record_now().dump())
-                          .text(spec.dump())
-                          .text(iso_timestamp_now()));
-      });
+      try {
+        return create_run(slot);
+      } catch (const PostgresError& e) {
+        // The claim lost a race for the thread to another process's (the one running run a
+        // thread may have): created alone, it waits its turn.
+        if (!slot || e.sqlstate() != "23505") throw;
+        host_.slots.give_back();
+        slot = false;
+        return create_run(false);
+      }
     } catch (...) {
+      if (slot) host_.slots.give_back();
       std::lock_guard lock(mu_);
       local_.erase(run->run_id);
       throw;
     }
   }();
-  if (!result.is_null(0, 0)) {
+  if (!results[0].is_null(0, 0)) {
+    if (slot) host_.slots.give_back();
     std::lock_guard lock(mu_);
     local_.erase(run->run_id);
     throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy reject)",
-                                    run->thread_id, result.get(0, 0))};
+                                    run->thread_id, results[0].get(0, 0))};
   }
-  // Claimed here when its thread is free: its events stay in this process.
-  if (auto claimed = claim_run(run->run_id)) {
+  if (auto claimed = slot ? take_claimed(results[1]) : nullptr) {
     host_.launch(std::move(claimed));
   } else {
     // Queued behind another run, or no worker free here: whichever process claims it, its
@@ -256,19 +275,31 @@ void PostgresRunQueue::create(const std::shared_ptr<Run>& run, const std::string
   }
 }
 
+pg::Params PostgresRunQueue::claim_params(const std::string& run_id) const {
+  return pg::Params()
+      .text(worker_)
+      .text(run_id)
+      .integer(options_.lease.count())
+      .text(iso_timestamp_now());
+}
+
 std::shared_ptr<Run> PostgresRunQueue::claim_run(const std::string& run_id) {
   if (!host_.slots.take()) return nullptr;
+  pg::Result row;
+  try {
+    row = db([&](pg::Connection& c) { return c.exec(kClaim, claim_params(run_id)); });
+  } catch (const std::exception&) {
+    host_.slots.give_back();
+    return nullptr;
+  }
+  return take_claimed(row);
+}
+
+std::shared_ptr<Run> PostgresRunQueue::take_claimed(const pg::Result& row) {
   std::shared_ptr<Run> run;
   std::string cancel;
   bool forward = false;  // created elsewhere and streamed there
   try {
-    const pg::Result row = db([&](pg::Connection& c) {
-      return c.exec(kClaim, pg::Params()
-                                .text(worker_)
-                                .text(run_id)
-                                .integer(options_.lease.count())
-                                .text(iso_timestamp_now()));
-    });
     if (row.rows() == 0) {
       host_.slots.give_back();
       return nullptr;

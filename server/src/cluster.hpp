@@ -71,6 +71,11 @@ class PostgresRunQueue final : public RunQueue {
  private:
   /// Claims the oldest claimable run (`run_id` empty) or that one for this process.
   [[nodiscard]] std::shared_ptr<Run> claim_run(const std::string& run_id);
+  /// The parameters of kClaim for `run_id` (empty: the oldest claimable run).
+  [[nodiscard]] pg::Params claim_params(const std::string& run_id) const;
+  /// The run of kClaim's `row` (none: null), ready to launch; its slot (taken before the claim)
+  /// is given back when there is no run, or when preparing it fails.
+  [[nodiscard]] std::shared_ptr<Run> take_claimed(const pg::Result& row);
   /// A thread's status: busy with an active run (in any process), else what its last run left;
   /// nullopt when neither.
   [[nodiscard]] std::optional<ThreadRegistry::SharedStatus> thread_status(

@@ -81,13 +81,17 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
   // A cluster's saver and queue are in PostgreSQL: their synchronous work around the run goes
   // to the pool, so that it holds no thread of the runs' executor.
   ThreadPool* const blocking = blocking_pool();
-  std::optional<std::string> head_before;
+  // The thread's head before the run, for a rollback: read now only for a run that starts from a
+  // checkpoint it names (conclude() finds any other's as the parent of its first checkpoint).
+  std::optional<std::optional<std::string>> head_before;
   std::string status = "success";
   json result;
   EventFormatter format(run->modes, run->graph->graph_id, run->run_id, *run->channel);
   try {
-    if (saver && !run->config.thread_id.empty()) {
-      const auto head = [&] { return saver->latest_checkpoint_id(run->thread_id, ""); };
+    if (saver && !run->config.thread_id.empty() && !run->config.checkpoint_id.empty()) {
+      const auto head = [&] {
+        return std::optional(saver->latest_checkpoint_id(run->thread_id, ""));
+      };
       if (blocking) {
         head_before = co_await on_pool(*blocking, head);
       } else {
@@ -129,7 +133,7 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
 }
 
 void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, json result,
-                          const std::optional<std::string>& head_before) {
+                          std::optional<std::optional<std::string>> head_before) {
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
   const std::string action = run->cancelled_with();
@@ -143,14 +147,26 @@ void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, j
     // The Platform deletes a rolled-back run and its checkpoints: the thread's head goes back
     // to what it was before the run (as a fork of that checkpoint), or to no checkpoint at all.
     try {
-      if (saver) {
+      if (saver && !head_before) {
+        ListOptions mine;
+        mine.thread_id = run->thread_id;
+        mine.checkpoint_ns = "";
+        mine.filter = {{"run_id", run->run_id}};
+        mine.include_values = false;
+        const auto written = saver->list(mine);  // newest first
+        if (!written.empty()) {
+          const auto& parent = written.back().parent_config;
+          head_before = parent ? std::optional(parent->checkpoint_id) : std::nullopt;
+        }  // else the run wrote nothing: the head is as it was
+      }
+      if (saver && head_before) {
         const auto head = saver->latest_checkpoint_id(run->thread_id, "");
-        if (!head_before) {
+        if (!*head_before) {
           saver->delete_thread(run->thread_id);
-        } else if (head != head_before) {
+        } else if (head != *head_before) {
           RunConfig at;
           at.thread_id = run->thread_id;
-          at.checkpoint_id = *head_before;
+          at.checkpoint_id = **head_before;
           (void)graph.update_state(at, json(), "__copy__");
         }
       }
