@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <optional>
 #include <unordered_map>
@@ -284,11 +285,11 @@ class AsioCurlMulti final : public CurlMulti,
     curl_multi_setopt(multi_, CURLMOPT_SOCKETDATA, this);
     curl_multi_setopt(multi_, CURLMOPT_TIMERFUNCTION, &AsioCurlMulti::on_timer);
     curl_multi_setopt(multi_, CURLMOPT_TIMERDATA, this);
-    live().join(this);
+    live().join();
   }
 
   ~AsioCurlMulti() override {
-    live().leave(this);
+    live().leave();
     destroying_ = true;
     if (multi_) curl_multi_cleanup(multi_);  // closes cached connections (on_close_socket)
   }
@@ -388,6 +389,10 @@ class AsioCurlMulti final : public CurlMulti,
     curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETFUNCTION, &AsioCurlMulti::on_close_socket);
     curl_easy_setopt(t.easy, CURLOPT_CLOSESOCKETDATA, this);
     t.last_activity = Clock::now();
+    if (const long share = live().share(); share != connection_share_) {
+      curl_multi_setopt(multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, share);
+      connection_share_ = share;
+    }
     const CURLMcode rc = curl_multi_add_handle(multi_, t.easy);
     if (rc != CURLM_OK) {
       finish(transfer, TransferEnd::failed, curl_multi_strerror(rc));
@@ -538,33 +543,25 @@ class AsioCurlMulti final : public CurlMulti,
     return ::close(fd);
   }
 
-  /// Every multi of the process, sharing connection_budget() in equal parts (an io_context per
-  /// server thread has a multi each). Lock order: its mutex, then a multi's mu_.
+  /// How many multis the process has, and the share of connection_budget() each may open (an
+  /// io_context per server thread has a multi each). A multi applies the share as it starts a
+  /// transfer, under its own lock: this lock is taken alone, never with a multi's.
   class Live {
    public:
-    void join(AsioCurlMulti* multi) {
-      std::lock_guard lock(mu_);
-      multis_.push_back(multi);
-      spread();
-    }
-    void leave(AsioCurlMulti* multi) {
-      std::lock_guard lock(mu_);
-      std::erase(multis_, multi);
-      spread();
-    }
+    void join() { change(+1); }
+    void leave() { change(-1); }
+    [[nodiscard]] long share() const noexcept { return share_.load(std::memory_order_relaxed); }
 
    private:
-    void spread() {
-      if (multis_.empty()) return;
+    void change(long by) {
+      std::lock_guard lock(mu_);
+      count_ += by;
       const long budget = connection_budget();
-      const long share = budget == 0 ? 0 : std::max(1L, budget / static_cast<long>(multis_.size()));
-      for (AsioCurlMulti* multi : multis_) {
-        std::lock_guard lock(multi->mu_);
-        curl_multi_setopt(multi->multi_, CURLMOPT_MAX_TOTAL_CONNECTIONS, share);
-      }
+      share_ = budget == 0 ? 0 : std::max(1L, budget / std::max(1L, count_));
     }
     std::mutex mu_;
-    std::vector<AsioCurlMulti*> multis_;
+    long count_ = 0;
+    std::atomic<long> share_{0};
   };
   static Live& live() {
     static auto* const instance = new Live;  // never destroyed: multis may outlive statics
@@ -576,7 +573,8 @@ class AsioCurlMulti final : public CurlMulti,
   CURLM* multi_ = nullptr;
   std::unordered_map<curl_socket_t, std::shared_ptr<Socket>> sockets_;
   std::unordered_map<HttpTransfer*, std::shared_ptr<HttpTransfer>> transfers_;
-  std::mutex mu_;  // guards everything above
+  long connection_share_ = 0;  // CURLMOPT_MAX_TOTAL_CONNECTIONS as set (0: no limit)
+  std::mutex mu_;              // guards everything above
   bool shut_down_ = false;
   // Coroutines to resume, from the wake timer's handler. Lock order: mu_, a transfer's mu,
   // wake_mu_.
