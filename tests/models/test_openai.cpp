@@ -962,7 +962,7 @@ TEST_CASE("past the connections the open-file limit allows, calls queue instead 
     CHECK(failures == 0);
     CHECK(done == 100);
     const sg::testing::LoopbackStats stats = server.stats();
-    CHECK(stats.requests == 100);
+    CHECK(stats.requests >= 100);  // more when a call is retried (a dropped connection)
     CHECK(stats.max_in_flight <= 32);
     CHECK(stats.max_in_flight >= 2);  // still concurrent
     MESSAGE("at most " << stats.max_in_flight << " in flight, " << server.connection_count()
