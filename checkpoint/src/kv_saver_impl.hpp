@@ -1,6 +1,7 @@
 // KvCheckpointer's implementation (internal to the checkpoint module): the backend, the caches of
 // the newest records, and the code that writes and reads the format of kv_format.hpp.
-// kv_checkpointer.cpp holds the writes, kv_checkpointer_read.cpp the reads.
+// kv_checkpointer.cpp holds the writes, kv_checkpointer_read.cpp the reads,
+// kv_checkpointer_caches.cpp the shards and their caches.
 #pragma once
 
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
