@@ -390,7 +390,7 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
                               const json& result) {
   const std::string now = iso_timestamp_now();
   bool fenced = false;
-  bool idle = false;
+  bool idle = false;      // a temporary thread with no run left: deleted
   bool claimable = true;  // whether a run may wait for a worker (unknown: it may)
   const bool stopping = host_.slots.stopping() && run->cancelled_with().empty();
   if (stopping) {
@@ -442,10 +442,12 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
               end_run, t, t + 1, t + 2, t, kStatusUpsert);
         }
         std::vector<pg::Statement> statements{{end_run, params}};
-        statements.push_back(
-            {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND "
-             "status IN ('pending', 'running')",
-             pg::Params().text(run->thread_id)});
+        if (run->delete_thread_after) {
+          statements.push_back(
+              {"SELECT count(*) FROM sg_run WHERE thread_id = $1 AND "
+               "status IN ('pending', 'running')",
+               pg::Params().text(run->thread_id)});
+        }
         // No sg_runs notification: this process claims the thread's next run itself (below).
         statements.push_back(
             {"SELECT pg_notify('sg_run_end', $1)", pg::Params().text(run->run_id)});
@@ -459,8 +461,8 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
         return c.pipeline(statements);
       });
       fenced = results[0].rows() == 0;
-      idle = results[1].get_int(0, 0) == 0;
-      claimable = results[3].get(0, 0) == "t";
+      idle = run->delete_thread_after && results[1].get_int(0, 0) == 0;
+      claimable = results.back().get(0, 0) == "t";
     } catch (const std::exception&) {
       fenced = true;  // unknown: the sweeper gives the run back, and its followers wait for it
     }
@@ -469,7 +471,6 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
     set_fence(*run, "");
   } catch (const std::exception&) {
   }
-  bool delete_thread = false;
   {
     std::lock_guard lock(mu_);
     executing_.erase(run->run_id);
@@ -480,8 +481,7 @@ void PostgresRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view 
     }
   }
   if (!fenced) {
-    delete_thread = idle && run->delete_thread_after;  // else its status is stored (above)
-    if (delete_thread) {
+    if (idle) {  // a temporary thread; any other's status is stored (above)
       if (run->graph->graph->checkpointer()) {
         try {
           run->graph->graph->delete_thread(run->thread_id);
