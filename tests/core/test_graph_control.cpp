@@ -6,6 +6,7 @@
 #include <atomic>
 #include <set>
 #include <thread>
+#include <vector>
 
 using namespace std::chrono_literals;
 
@@ -339,6 +340,58 @@ TEST_CASE("dropping an unfinished stream cancels the run") {
   const int after = steps;
   std::this_thread::sleep_for(20ms);
   CHECK(steps == after);
+}
+
+TEST_CASE("a stream delivers each task's output as it finishes, with the pool busy too") {
+  // LangGraph streams a task's output when the task completes, while its siblings still run.
+  // Here one of the pool's two workers is busy with other work: the run's second task is not
+  // started by the pool, and must not hold back the first one's output either.
+  auto pool = std::make_shared<sg::ThreadPool>(2);
+  std::atomic<bool> release{false};
+  pool->post([&release] {
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  });
+  std::atomic<bool> long_done{false};
+  sg::StateGraph<TopicLog> g;
+  g.add_node("a_short", [](const TopicLog&) {
+    std::this_thread::sleep_for(50ms);
+    return topic_item("a_short");
+  });
+  g.add_node("b_long", [&long_done](const TopicLog&) {
+    std::this_thread::sleep_for(500ms);
+    long_done = true;
+    return topic_item("b_long");
+  });
+  g.add_edge(sg::START, "a_short").add_edge(sg::START, "b_long");
+  const auto app = g.compile({.pool = pool});
+  std::vector<std::string> order;
+  const auto result = app.stream(sg::Update<TopicLog>{}, {}, sg::StreamMode::updates,
+                                 [&](const sg::StreamEvent<TopicLog>& e) {
+                                   order.push_back(e.node + (long_done ? " after" : " before"));
+                                 });
+  release = true;
+  CHECK(order == std::vector<std::string>{"a_short before", "b_long after"});
+  CHECK(result.state.items == std::vector<std::string>{"a_short", "b_long"});
+}
+
+TEST_CASE("a stream on a pool busy with other work still runs its tasks") {
+  auto pool = std::make_shared<sg::ThreadPool>(1);
+  std::atomic<bool> release{false};
+  pool->post([&release] {
+    while (!release.load()) std::this_thread::sleep_for(1ms);
+  });
+  sg::StateGraph<TopicLog> g;
+  g.add_node("a", [](const TopicLog&) { return topic_item("a"); });
+  g.add_node("b", [](const TopicLog&) { return topic_item("b"); });
+  g.add_edge(sg::START, "a").add_edge(sg::START, "b");
+  const auto app = g.compile({.pool = pool});
+  std::vector<std::string> nodes;
+  const auto result =
+      app.stream(sg::Update<TopicLog>{}, {}, sg::StreamMode::updates,
+                 [&](const sg::StreamEvent<TopicLog>& e) { nodes.push_back(e.node); });
+  release = true;
+  CHECK(result.state.items == std::vector<std::string>{"a", "b"});
+  CHECK(nodes.size() == 2);
 }
 
 TEST_CASE("subgraph events stream with their namespace") {

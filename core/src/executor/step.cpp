@@ -1,16 +1,29 @@
 // Running a superstep's tasks: on the calling thread, or on the pool with the calling thread
-// helping and delivering stream events; failures in task order.
+// helping, or delivering stream events; failures in task order.
 
 #include <stategraph/core/detail/executor_core.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/thread_pool.hpp>
 
 #include <algorithm>
+#include <thread>
 
 #include "async_writer.hpp"
 #include "loop_parts.hpp"
 
 namespace sg::detail {
+
+namespace {
+
+/// Claims the batch's tasks one at a time until none is left, running each with `run`.
+template <class Run>
+void claim_all(Batch& batch, Run&& run) {
+  for (std::size_t k = batch.next.fetch_add(1); k < batch.count; k = batch.next.fetch_add(1)) {
+    run(k);
+  }
+}
+
+}  // namespace
 
 bool ExecutorCore::is_timed(const Task& t) const {
   return graph_->node_options[static_cast<std::size_t>(t.node)].timeout.count() > 0;
@@ -140,18 +153,15 @@ void ExecutorCore::start_batch() {
   auto post_helpers = [&, batch = batch_] {
     for (std::size_t h = 0; h < helpers; ++h) {
       pool.post([batch, shared = shared_, this] {
-        for (std::size_t k = batch->next.fetch_add(1); k < batch->count;
-             k = batch->next.fetch_add(1)) {
-          run_claimed(k, *shared);
-        }
+        claim_all(*batch, [&](std::size_t k) { run_claimed(k, *shared); });
       });
     }
     helpers = 0;
   };
   // While a stream is read, the calling thread delivers events as tasks finish (LangGraph
-  // streams each task's output when it completes) instead of running a task itself; it still
-  // takes tasks the pool does not start (a busy pool cannot stall the run). An asynchronous run
-  // delivers them when its tasks settle.
+  // streams each task's output when it completes) instead of running a task itself; tasks the
+  // pool does not start get a thread of their own (a busy pool cannot stall the run). An
+  // asynchronous run delivers them when its tasks settle.
   deliver_promptly_ = !async_ && stream_ != nullptr && claimable_.size() > 1;
   if (offload != nullptr) {
     post_helpers();
@@ -165,8 +175,7 @@ void ExecutorCore::start_batch() {
   for (auto& slot : attempts_) start_attempt(slot, 1);
   const auto began = std::chrono::steady_clock::now();
   if (!deliver_promptly_ && offload == nullptr) {
-    for (std::size_t k = batch_->next.fetch_add(1); k < batch_->count;
-         k = batch_->next.fetch_add(1)) {
+    claim_all(*batch_, [&](std::size_t k) {
       run_claimed(k, *shared_);
       drain();
       // Tasks turned out slower than predicted: let the pool take the rest.
@@ -174,7 +183,7 @@ void ExecutorCore::start_batch() {
                              std::chrono::nanoseconds(kInlineStepBudgetNs)) {
         post_helpers();
       }
-    }
+    });
   }
 }
 
@@ -216,11 +225,12 @@ void ExecutorCore::run_claimed(std::size_t k, RunShared& shared) {
 
 /// Waits until the batch's claimed tasks and its timed tasks are settled, delivering stream
 /// events as they come. Cancellation abandons timed tasks; claimed tasks always finish.
-/// `help`: the batch's unclaimed tasks, which this thread takes when the pool has not started
-/// one for kHelpAfter.
+/// `help`: the batch's unclaimed tasks; when the pool has not started one for kHelpAfter, a
+/// thread of its own takes them (this thread keeps delivering the others' events).
 void ExecutorCore::wait_for_batch(Batch* help) {
   constexpr auto kHelpAfter = std::chrono::milliseconds(2);
   std::size_t last_claimed = help ? help->next.load() : 0;
+  std::size_t threads_started = 0;
   auto since = std::chrono::steady_clock::now();
   for (;;) {
     drain();
@@ -228,18 +238,23 @@ void ExecutorCore::wait_for_batch(Batch* help) {
     if (help) {
       const std::size_t claimed = help->next.load();
       const auto now = std::chrono::steady_clock::now();
+      // At most one thread per unclaimed task.
+      auto may_start = [&] {
+        return claimed < help->count && threads_started < help->count - claimed;
+      };
       if (claimed != last_claimed) {
         last_claimed = claimed;
         since = now;
-      } else if (claimed < help->count && now - since >= kHelpAfter) {
-        if (const std::size_t k = help->next.fetch_add(1); k < help->count) {
-          run_claimed(k, *shared_);
-        }
-        last_claimed = help->next.load();
-        since = std::chrono::steady_clock::now();
-        continue;
+      } else if (may_start() && now - since >= kHelpAfter) {
+        // Like a pool helper, it keeps only `batch` and `shared` alive: the run waits for the
+        // tasks it claims, and it touches nothing else after the last one.
+        std::thread([batch = batch_, shared = shared_, this] {
+          claim_all(*batch, [&](std::size_t k) { run_claimed(k, *shared); });
+        }).detach();
+        ++threads_started;
+        since = now;
       }
-      if (claimed < help->count) wake = std::min(wake, since + kHelpAfter);
+      if (may_start()) wake = std::min(wake, since + kHelpAfter);
     }
     if (shared_->cfg.cancellation.cancelled()) abandon_timed();
     const bool attempts_open = std::any_of(attempts_.begin(), attempts_.end(),
