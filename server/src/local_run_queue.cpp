@@ -53,16 +53,30 @@ void LocalRunQueue::remove_run_records(const std::string& thread_id) {
 }
 
 void LocalRunQueue::create(const std::shared_ptr<Run>& run, const std::string& strategy) {
+  // The record and the marker are written before the run is queued, outside the queue's lock
+  // (nothing can end the run before), and taken back when it is refused.
+  save(*run);
+  host_.records.put(active_runs_namespace(), run->run_id, {{"thread_id", run->thread_id}});
+  auto refuse = [&](ApiError error) {
+    host_.records.remove(active_runs_namespace(), run->run_id);
+    host_.records.remove(runs_namespace(run->thread_id), run->run_id);
+    return error;
+  };
   std::vector<std::shared_ptr<Run>> dropped;  // pending runs cancelled by this one
   {
-    std::lock_guard lock(mu_);
-    if (stopping_) throw ApiError{503, "the server is stopping"};
+    std::unique_lock lock(mu_);
+    if (stopping_) {
+      lock.unlock();
+      throw refuse(ApiError{503, "the server is stopping"});
+    }
     auto& queue = queues_[run->thread_id];
     if (!queue.empty()) {
       if (strategy == "reject") {
-        throw ApiError{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy "
-                                        "reject)",
-                                        run->thread_id, queue.front()->run_id)};
+        ApiError busy{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy "
+                                       "reject)",
+                                       run->thread_id, queue.front()->run_id)};
+        lock.unlock();
+        throw refuse(std::move(busy));
       }
       if (strategy == "interrupt" || strategy == "rollback") {
         for (auto it = queue.begin(); it != queue.end();) {
@@ -78,8 +92,6 @@ void LocalRunQueue::create(const std::shared_ptr<Run>& run, const std::string& s
     }
     queue.push_back(run);
     active_[run->run_id] = run;
-    save(*run);
-    host_.records.put(active_runs_namespace(), run->run_id, {{"thread_id", run->thread_id}});
     host_.threads.set_status(run->thread_id, "busy", run->thread_metadata);
     if (queue.size() == 1) make_startable_locked(run);
   }
@@ -147,6 +159,18 @@ void LocalRunQueue::start_delayed() {
 void LocalRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view status,
                            const json& result) {
   RunSlots::Finishing finishing;  // shutdown waits until this call is over
+  // The final record is stored while the run is still active (readers see its in-memory record
+  // until then), outside the queue's lock.
+  if (status.empty()) {
+    host_.records.remove(runs_namespace(run->thread_id), run->run_id);
+  } else {
+    {
+      std::lock_guard run_lock(run->mu);
+      run->record["status"] = status;
+      run->record["updated_at"] = iso_timestamp_now();
+    }
+    save(*run);
+  }
   bool was_running = false;
   bool delete_thread = false;
   {
@@ -166,18 +190,7 @@ void LocalRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view sta
       }
     }
     active_.erase(run->run_id);
-    host_.records.remove(active_runs_namespace(), run->run_id);
     if (run->resumable) host_.ended.keep(*run);
-    if (status.empty()) {
-      host_.records.remove(runs_namespace(run->thread_id), run->run_id);
-    } else {
-      {
-        std::lock_guard run_lock(run->mu);
-        run->record["status"] = status;
-        run->record["updated_at"] = iso_timestamp_now();
-      }
-      save(*run);
-    }
     const bool idle = queue_it == queues_.end() || queue_it->second.empty();
     if (idle) {
       if (queue_it != queues_.end()) queues_.erase(queue_it);
@@ -189,6 +202,7 @@ void LocalRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view sta
       }
     }
   }
+  host_.records.remove(active_runs_namespace(), run->run_id);
   if (delete_thread) {
     if (run->graph->graph->checkpointer()) {
       try {
