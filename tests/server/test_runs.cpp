@@ -330,7 +330,12 @@ TEST_CASE("server runs: the four multitask strategies under concurrent requests"
     });
     CHECK(refused == 8);
     CHECK(s.get_json(slow)["status"] == "running");
+    // A refused run leaves no record behind.
+    const json listed = s.get_json("/threads/" + t + "/runs");
+    REQUIRE(listed.size() == 1);
+    CHECK(slow.ends_with(listed[0]["run_id"].get<std::string>()));
     CHECK(s.post(slow + "/cancel?wait=1", std::string()).status == 204);
+    CHECK(s.get_json("/threads/" + t + "/runs").size() == 1);
   }
   SUBCASE("interrupt: the running run stops, its input stays, the new run runs on top") {
     const std::string t = s.new_thread();
