@@ -49,8 +49,10 @@ const POLL_INTERVAL = 25;
 const poll = (what, fn, pred, timeout = POLL_TIMEOUT) =>
   pollUntil(what, fn, pred, timeout, POLL_INTERVAL);
 const SAMPLE_INTERVAL = 50;
-// The first run of a reject phase must still run when the second one is sent.
-const REJECT_SLEEP = 2000;
+// The first run of a reject phase must still run when the second one is sent (under ASan, with
+// the 50 scripts at once, the two refused creates once took 1.9 s after the run was seen running,
+// which it was some time after it started: a 2 s run had ended).
+const REJECT_SLEEP = 4000;
 // The first run of an interrupt or rollback phase is always cancelled: a bound, not a wait.
 const CANCELLED_SLEEP = 20000;
 const TERMINAL = new Set(["success", "error", "timeout", "interrupted"]);
@@ -418,6 +420,7 @@ class Script {
     const slow = `sleep:${REJECT_SLEEP} ${tag}.slow`;
     const first = await this.create(slow);
     await this.waitRunning(first);
+    const running = Date.now();
     try {
       await expectHttpError(
         this.create(`${tag}.rejected`, "reject"),
@@ -432,7 +435,8 @@ class Script {
     } catch (err) {
       // (Did the first run end too soon for the test, REJECT_SLEEP ms after it started?)
       const status = await statusOrGone(this.client(), this.threadId, first.run_id);
-      err.message += ` (the first run is ${status} now)`;
+      const since = Date.now() - running;
+      err.message += ` (the first run is ${status} now, ${since} ms after it was seen running)`;
       throw err;
     }
     const values = await this.join(first, slow);
