@@ -8,6 +8,7 @@
 #include <stategraph/kv/kv.hpp>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <list>
 #include <map>
@@ -48,6 +49,7 @@ struct KvCheckpointer::Impl {
   void prune(const std::vector<std::string>& thread_ids, PruneStrategy strategy);
   std::vector<std::string> namespaces(const std::string& thread_id);
   void fence(const std::string& thread_id, std::string token);
+  void set_cached_threads(std::size_t threads);
 
   /// The backend (InMemorySaver and RocksDbSaver reach their own through it).
   [[nodiscard]] detail::KvBackend& kv() noexcept { return *kv_; }
@@ -137,12 +139,13 @@ struct KvCheckpointer::Impl {
   /// the thread's prefix first) belongs to: it becomes the most recently used. Caller holds
   /// the shard of the thread.
   void touch(std::string_view key);
-  /// Drops the caches of the least recently used threads while more than kCachedThreads threads
-  /// have some (they fill again from storage, as after a restart): what a long-lived process
-  /// keeps does not grow with the number of threads it ever wrote or read, and the threads in
-  /// use keep theirs. Caller holds `shard`.
-  static void bound_caches(Shard& shard);
-  static constexpr std::size_t kCachedThreads = 4096;  // over all shards
+  /// Drops the caches of the shard's least recently used threads while more than
+  /// cached_per_shard threads have some (they fill again from storage, as after a restart): what
+  /// a long-lived process keeps does not grow with the number of threads it ever wrote or read,
+  /// and the threads in use keep theirs. Caller holds `shard`.
+  void bound_caches(Shard& shard) const;
+  static constexpr std::size_t kCachedThreads = 4096;  // the default, over all shards
+  std::atomic<std::size_t> cached_per_shard{kCachedThreads / kShards};
   /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
   /// first dropped when this object does not know the thread's head (commit() then expects it
   /// unchanged). Caller holds the shard of the thread.

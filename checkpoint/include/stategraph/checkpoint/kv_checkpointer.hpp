@@ -70,6 +70,10 @@ class KvCheckpointer : public Checkpointer {
   /// The namespaces of a thread with at least one checkpoint, sorted. Throws CheckpointError.
   [[nodiscard]] std::vector<std::string> namespaces(const std::string& thread_id);
 
+  /// Keeps the in-memory caches (heads, inline values, list logs) of about `threads` threads,
+  /// the most recently used (at least one in each of 16 shards); the others' are dropped and
+  /// read again from storage when used. Default 4,096. Thread-safe.
+  void set_cached_threads(std::size_t threads);
   /// On storage that processes share (PostgresSaver): from now on this object's writes of
   /// `thread_id` apply only while the thread's fence in storage holds `token` (a claimed run's;
   /// the claim stored it, see fence_key()); a write after another token replaced it throws

@@ -7,9 +7,10 @@
 namespace sg {
 
 /// A fixed-size pool of worker threads (a Boost.Asio thread pool) that runs the nodes of a
-/// superstep concurrently. The thread that drives a run also runs tasks, so a pool of any size,
-/// even one busy with other runs, never deadlocks a run. Thread-safe; the destructor waits for
-/// posted work to finish.
+/// superstep concurrently. The thread that drives a run also runs tasks (while it streams, it
+/// starts a thread for a task the pool does not start), so a pool of any size, even one busy
+/// with other runs, never deadlocks a run. Thread-safe; the destructor waits for posted work to
+/// finish.
 class ThreadPool {
  public:
   /// A pool of `threads` workers (at least 1).
