@@ -82,14 +82,14 @@ void KvCheckpointer::Impl::touch(std::string_view key) {
 }
 
 void KvCheckpointer::Impl::bound_caches(Shard& shard) const {
-  while (shard.recent.size() > cached_per_shard.load(std::memory_order_relaxed)) {
+  while (shard.recent.size() > cached_per_shard_.load(std::memory_order_relaxed)) {
     const std::string oldest = shard.recent.back();  // a copy: forget() erases the node
     forget(shard, oldest);
   }
 }
 
 void KvCheckpointer::Impl::set_cached_threads(std::size_t threads) {
-  cached_per_shard.store(std::max<std::size_t>(threads / kShards, 1), std::memory_order_relaxed);
+  cached_per_shard_.store(std::max<std::size_t>(threads / kShards, 1), std::memory_order_relaxed);
 }
 
 void KvCheckpointer::set_cached_threads(std::size_t threads) {

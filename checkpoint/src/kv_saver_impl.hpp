@@ -140,12 +140,12 @@ struct KvCheckpointer::Impl {
   /// the shard of the thread.
   void touch(std::string_view key);
   /// Drops the caches of the shard's least recently used threads while more than
-  /// cached_per_shard threads have some (they fill again from storage, as after a restart): what
+  /// cached_per_shard_ threads have some (they fill again from storage, as after a restart): what
   /// a long-lived process keeps does not grow with the number of threads it ever wrote or read,
   /// and the threads in use keep theirs. Caller holds `shard`.
   void bound_caches(Shard& shard) const;
   static constexpr std::size_t kCachedThreads = 4096;  // the default, over all shards
-  std::atomic<std::size_t> cached_per_shard{kCachedThreads / kShards};
+  std::atomic<std::size_t> cached_per_shard_{kCachedThreads / kShards};
   /// A shared backend: notes that `staged` writes thread `thread_id` using the caches, which are
   /// first dropped when this object does not know the thread's head (commit() then expects it
   /// unchanged). Caller holds the shard of the thread.
