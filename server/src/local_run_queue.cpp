@@ -54,7 +54,7 @@ void LocalRunQueue::remove_run_records(const std::string& thread_id) {
 
 void LocalRunQueue::create(const std::shared_ptr<Run>& run, const std::string& strategy) {
   // The record and the marker are written before the run is queued, outside the queue's lock
-  // (nothing can end the run before), and taken back when it is refused.
+  // (nothing can end the run before), and taken back when it is refused (rare: under the lock).
   save(*run);
   host_.records.put(active_runs_namespace(), run->run_id, {{"thread_id", run->thread_id}});
   auto refuse = [&](ApiError error) {
@@ -64,19 +64,14 @@ void LocalRunQueue::create(const std::shared_ptr<Run>& run, const std::string& s
   };
   std::vector<std::shared_ptr<Run>> dropped;  // pending runs cancelled by this one
   {
-    std::unique_lock lock(mu_);
-    if (stopping_) {
-      lock.unlock();
-      throw refuse(ApiError{503, "the server is stopping"});
-    }
+    std::lock_guard lock(mu_);
+    if (stopping_) throw refuse(ApiError{503, "the server is stopping"});
     auto& queue = queues_[run->thread_id];
     if (!queue.empty()) {
       if (strategy == "reject") {
-        ApiError busy{409, fmt::format("thread '{}' is busy with run '{}' (multitask_strategy "
-                                       "reject)",
-                                       run->thread_id, queue.front()->run_id)};
-        lock.unlock();
-        throw refuse(std::move(busy));
+        throw refuse(ApiError{409, fmt::format("thread '{}' is busy with run '{}' "
+                                               "(multitask_strategy reject)",
+                                               run->thread_id, queue.front()->run_id)});
       }
       if (strategy == "interrupt" || strategy == "rollback") {
         for (auto it = queue.begin(); it != queue.end();) {
