@@ -10,7 +10,7 @@ CMAKE_ARGS ?=
 
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build test test-asan test-tsan check-release bench demo format format-check tidy clean
+.PHONY: all deps build test test-asan test-tsan bench demo format format-check tidy clean
 
 all: build
 
@@ -40,15 +40,6 @@ test-tsan: deps
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sg_graph_tests sg_checkpoint_tests sg_store_tests sg_models_tests sg_nodes_tests \
 	  sg_server_tests sg_postgres_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS) -R "$(TSAN_TESTS)"
-
-# CI's pass over the normal build, after test-asan ran every test and test-tsan the concurrent
-# suites: the libraries and the CLI with the release flags (the warnings only optimization finds),
-# and the tests only this build has (the compile-fail cases, the installed package). The test
-# suites and examples are not built a third time (docs/benchmarks.md, "Build time").
-check-release: deps
-	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target stategraph
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -L '^(compile_fail|package|meta)$$'
 
 # Builds the benchmarks (Release) into build-bench/.
 bench: deps

@@ -38,6 +38,7 @@ struct ServeArgs {
   std::size_t sync_workers = 8;
   bool allow_public = false;
   double lease_seconds = 10;
+  std::vector<std::string> cors_origins;
 };
 
 /// Blocks SIGINT and SIGTERM in every thread started from now on; serve() waits for them.
@@ -69,6 +70,7 @@ void serve(const ServeArgs& args) {
   options.max_runs = args.max_runs;
   options.sync_node_workers = args.sync_workers;
   options.allow_public_without_key = args.allow_public;
+  options.cors.allow_origins = args.cors_origins;
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   BuiltinGraphOptions graph_options;
   graph_options.model = default_chat_model();
@@ -163,6 +165,11 @@ void add_serve_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->add_flag("--allow-public", args->allow_public,
                 "Bind a non-loopback address without an API key");
+  cmd->add_option("--cors-allow-origin", args->cors_origins,
+                  "Browser origins allowed to call the server (repeatable, or comma-separated; "
+                  "'*' for any). Default: pages on this machine (localhost, 127.0.0.1, [::1])")
+      ->delimiter(',')
+      ->envname("STATEGRAPH_CORS_ALLOW_ORIGINS");
   cmd->add_option("--run-lease", args->lease_seconds,
                   "With PostgreSQL: seconds a worker holds a run without renewing it before "
                   "another server process takes it over")
@@ -170,7 +177,7 @@ void add_serve_command(CLI::App& app, Action& action) {
       ->capture_default_str();
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "
-      "every request.\nEndpoints: docs/server.md.");
+      "every request but GET /ok and /info.\nEndpoints: docs/server.md.");
   cmd->callback([&action, args] { action = [args] { serve(*args); }; });
 }
 

@@ -376,9 +376,27 @@ ThreadPool* Api::blocking_pool() const noexcept {
 }
 
 ApiResponse Api::handle(const ApiRequest& request) const {
+  const std::string allow = allowed_methods(request.path);
+  if (allow.empty()) return error_response(404, no_route(request).detail);
+  if (request.method == "OPTIONS") {
+    ApiResponse response;
+    response.status = 204;
+    response.content_type.clear();
+    response.headers.emplace_back("Allow", allow);
+    return response;
+  }
+  const auto not_allowed = [&](std::string_view detail) {
+    ApiResponse response = error_response(405, detail);
+    response.headers.emplace_back("Allow", allow);
+    return response;
+  };
+  if (!method_allowed(allow, request.method)) {
+    return not_allowed(method_not_allowed(request).detail);
+  }
   try {
     return route(request);
   } catch (const ApiError& e) {
+    if (e.status == 405) return not_allowed(e.detail);
     return error_response(e.status, e.detail);
   } catch (const InvalidUpdateError& e) {
     return error_response(400, e.what());  // an update the graph refuses (update_state)
@@ -404,6 +422,14 @@ ApiResponse Api::route(const ApiRequest& request) const {
   };
   if (p.size() == 1 && p[0] == "ok") {
     allow({"GET"});
+    // A readiness probe: ?check_db=1 reads the thread records (the database of a deployment).
+    if (query_flag(request, "check_db")) {
+      try {
+        (void)threads_->lookup("00000000-0000-0000-0000-000000000000");
+      } catch (const std::exception& e) {
+        return error_response(503, fmt::format("the database does not answer: {}", e.what()));
+      }
+    }
     return json_response({{"ok", true}});
   }
   if (p.size() == 1 && p[0] == "info") {

@@ -15,6 +15,7 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -89,6 +90,20 @@ struct ApiError {
 
 /// Interrupts as the API shows them: `[{value, id}, ...]`.
 [[nodiscard]] nlohmann::json interrupts_json(const std::vector<Interrupt>& interrupts);
+
+/// A route of the Server API: a path pattern ("threads/{}/runs/{}", where {} is any one segment)
+/// and the methods it answers, as an Allow header lists them ("GET, DELETE").
+struct Route {
+  std::string_view pattern;
+  std::string_view methods;
+};
+/// Every route that Api::handle answers (the studio's pages apart). Thread-safe.
+[[nodiscard]] std::span<const Route> routes();
+/// The methods of the route that matches `path` ("GET, PATCH, DELETE"; of several, the one with
+/// the fewest {}); empty when none matches. Thread-safe.
+[[nodiscard]] std::string allowed_methods(const std::vector<std::string>& path);
+/// Whether `method` is in `allow` (a list from allowed_methods()).
+[[nodiscard]] bool method_allowed(std::string_view allow, std::string_view method);
 
 /// 404: no endpoint serves the request's method and path ("no route for GET /x").
 [[nodiscard]] ApiError no_route(const ApiRequest& request);

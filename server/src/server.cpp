@@ -27,6 +27,9 @@
 #include <algorithm>
 #include <atomic>
 #include <limits>
+#include <optional>
+#include <regex>
+#include <string_view>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
@@ -57,6 +60,26 @@ bool same_secret(std::string_view a, std::string_view b) {
     diff |= static_cast<unsigned char>(a[i] ^ (i < b.size() ? b[i] : 0));
   }
   return diff == 0;
+}
+
+/// Whether `origin` ("http://localhost:3000") names a loopback host: localhost, 127.0.0.1 or
+/// [::1], over http or https, on any port.
+bool loopback_origin(std::string_view origin) {
+  for (const std::string_view scheme : {"http://", "https://"}) {
+    if (!origin.starts_with(scheme)) continue;
+    std::string_view host = origin.substr(scheme.size());
+    if (host.starts_with("[::1]")) return host.size() == 5 || host[5] == ':';
+    host = host.substr(0, host.find(':'));
+    return host == "localhost" || host == "127.0.0.1";
+  }
+  return false;
+}
+
+/// A header's value, empty when absent.
+std::string_view header(const http::request<http::string_body>& req, http::field field) {
+  const auto it = req.find(field);
+  return it == req.end() ? std::string_view()
+                         : std::string_view(it->value().data(), it->value().size());
 }
 
 bool is_loopback(const std::string& host) {
@@ -92,8 +115,78 @@ struct Server::Impl {
   std::atomic<std::size_t> connections{0};
   std::uint16_t port = 0;  // bound port, set before the threads start
   bool running = false;
+  std::optional<std::regex> origin_regex;  // CorsOptions::allow_origin_regex, compiled
 
-  explicit Impl(ServerOptions o) : options(std::move(o)) {}
+  explicit Impl(ServerOptions o) : options(std::move(o)) {
+    if (!options.cors.allow_origin_regex.empty()) {
+      try {
+        origin_regex.emplace(options.cors.allow_origin_regex, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        throw Error(errc::kInvalidArgument,
+                    fmt::format("CORS allow_origin_regex '{}' is not a regular expression: {}",
+                                options.cors.allow_origin_regex, e.what()));
+      }
+    }
+  }
+
+  /// Whether a browser page of `origin` may call the server: the server's own origin (its Host),
+  /// or one CorsOptions allows.
+  [[nodiscard]] bool origin_allowed(std::string_view origin, std::string_view host) const {
+    if (origin == fmt::format("http://{}", host) || origin == fmt::format("https://{}", host)) {
+      return true;
+    }
+    const auto& allowed = options.cors.allow_origins;
+    if (allowed.empty() && loopback_origin(origin)) return true;
+    for (const auto& a : allowed) {
+      if (a == "*" || a == origin) return true;
+    }
+    return origin_regex && std::regex_match(origin.begin(), origin.end(), *origin_regex);
+  }
+
+  /// Adds the CORS headers of an allowed origin's request (a preflight's among them) to its
+  /// response.
+  void add_cors(const http::request<http::string_body>& req, server::ApiResponse& r) const {
+    const std::string_view origin = header(req, http::field::origin);
+    if (origin.empty() || !origin_allowed(origin, header(req, http::field::host))) return;
+    const CorsOptions& cors = options.cors;
+    r.headers.emplace_back("Access-Control-Allow-Origin", std::string(origin));
+    r.headers.emplace_back("Vary", "Origin");
+    if (cors.allow_credentials) r.headers.emplace_back("Access-Control-Allow-Credentials", "true");
+    const bool preflight = req.method() == http::verb::options &&
+                           !header(req, http::field::access_control_request_method).empty();
+    if (!preflight) {
+      if (!cors.expose_headers.empty()) {
+        r.headers.emplace_back("Access-Control-Expose-Headers",
+                               fmt::format("{}", fmt::join(cors.expose_headers, ", ")));
+      }
+      return;
+    }
+    for (const auto& [name, value] : r.headers) {
+      if (name == "Allow") {
+        r.headers.emplace_back("Access-Control-Allow-Methods", value);
+        break;
+      }
+    }
+    const std::string_view asked = header(req, http::field::access_control_request_headers);
+    if (!cors.allow_headers.empty()) {
+      r.headers.emplace_back("Access-Control-Allow-Headers",
+                             fmt::format("{}", fmt::join(cors.allow_headers, ", ")));
+    } else if (!asked.empty()) {
+      r.headers.emplace_back("Access-Control-Allow-Headers", std::string(asked));
+    }
+    r.headers.emplace_back("Access-Control-Max-Age", std::to_string(cors.max_age.count()));
+    // A page on a public address calling this one on a private network (Chrome asks first).
+    if (req["Access-Control-Request-Private-Network"] == "true") {
+      r.headers.emplace_back("Access-Control-Allow-Private-Network", "true");
+    }
+  }
+
+  /// The response to a request that passed the network checks, with its CORS headers.
+  [[nodiscard]] server::ApiResponse respond(const http::request<http::string_body>& req) const {
+    server::ApiResponse response = answer(req);
+    add_cors(req, response);
+    return response;
+  }
 
   /// The response to a request that passed the network checks.
   [[nodiscard]] server::ApiResponse answer(const http::request<http::string_body>& req) const {
@@ -102,7 +195,19 @@ struct Server::Impl {
                                     {req.target().data(), req.target().size()})) {
       return *std::move(studio);
     }
-    if (!options.api_key.empty()) {
+    if (const std::string_view origin = header(req, http::field::origin);
+        !origin.empty() && !origin_allowed(origin, header(req, http::field::host))) {
+      return server::error_response(
+          403, fmt::format("origin '{}' may not call this server (allow it with "
+                           "ServerOptions::cors, or `stategraph serve --cors-allow-origin`)",
+                           origin));
+    }
+    const std::string_view target(req.target().data(), req.target().size());
+    const std::string_view path = target.substr(0, target.find('?'));
+    const bool open = req.method() == http::verb::options ||
+                      std::find(options.public_paths.begin(), options.public_paths.end(), path) !=
+                          options.public_paths.end();
+    if (!options.api_key.empty() && !open) {
       const auto key = req.find("x-api-key");
       if (key == req.end() ||
           !same_secret({key->value().data(), key->value().size()}, options.api_key)) {
@@ -325,9 +430,9 @@ struct Server::Impl {
       server::ApiResponse response;
       if (ThreadPool* blocking = api->blocking_pool()) {
         // Its database round trips hold a thread of the pool, not this io thread.
-        response = co_await server::on_pool(*blocking, [this, &req] { return answer(req); });
+        response = co_await server::on_pool(*blocking, [this, &req] { return respond(req); });
       } else {
-        response = answer(req);
+        response = respond(req);
       }
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);

@@ -294,8 +294,9 @@ TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address ne
   {
     ServeProcess serve({"--in-memory"});
     CHECK(serve.process().out().find("x-api-key required") != std::string::npos);
-    CHECK(serve.get("/ok").status == 401);
-    CHECK(serve.get("/ok", {"x-api-key: s3cret"}).status == 200);
+    CHECK(serve.get("/assistants/agent").status == 401);
+    CHECK(serve.get("/assistants/agent", {"x-api-key: s3cret"}).status == 200);
+    CHECK(serve.get("/ok").status == 200);  // health probes need no key
     CHECK(serve.get("/assistants/agent", {"x-api-key: wrong"}).status == 401);
   }
   unsetenv("STATEGRAPH_API_KEY");
@@ -340,8 +341,10 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
       seen += r.body + "\n";
       return r;
     };
-    CHECK(record(serve.get("/ok")).status == 401);
-    CHECK(record(serve.get("/ok", {"x-api-key: " + server_key.substr(0, 8)})).status == 401);
+    CHECK(record(serve.get("/assistants/agent")).status == 401);
+    CHECK(
+        record(serve.get("/assistants/agent", {"x-api-key: " + server_key.substr(0, 8)})).status ==
+        401);
     const std::string thread_id =
         json::parse(record(serve.post("/threads", json::object(), key)).body)["thread_id"];
     const std::string runs = "/threads/" + thread_id + "/runs";

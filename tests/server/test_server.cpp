@@ -288,16 +288,16 @@ TEST_CASE("server: bad search bodies are 422 with the reason") {
 
 TEST_CASE("server: with an API key, every request needs x-api-key") {
   Served s({.api_key = "secret"});
-  CHECK(s.get("/ok").status == 401);
+  CHECK(s.get("/assistants/agent").status == 401);
   CHECK(s.get("/assistants/agent", {"x-api-key: wrong"}).status == 401);
   CHECK(s.get("/assistants/agent", {"x-api-key: secre"}).status == 401);
-  const auto denied = s.get("/ok", {"x-api-key: secretx"});
+  const auto denied = s.get("/assistants/agent", {"x-api-key: secretx"});
   CHECK(denied.status == 401);
   CHECK(json::parse(denied.body)["detail"] == "missing or wrong x-api-key header");
   CHECK(s.get("/assistants/agent", {"x-api-key: secret"}).status == 200);
 }
 
-TEST_CASE("server: with an API key, every route of the API refuses a request without it") {
+TEST_CASE("server: with an API key, every route but /ok and /info refuses a request without it") {
   Served s({.api_key = "secret"});
   const json thread = [&] {
     const auto r =
@@ -306,10 +306,9 @@ TEST_CASE("server: with an API key, every route of the API refuses a request wit
     return json::parse(r.body);
   }();
   const std::string t = "/threads/" + thread["thread_id"].get<std::string>();
-  // Every route of docs/server.md, and some that are not routes: 401 before anything else.
+  // Every route of docs/server.md but the public /ok and /info, and some that are not routes:
+  // 401 before anything else.
   const std::vector<std::pair<std::string, std::string>> routes = {
-      {"GET", "/ok"},
-      {"GET", "/info"},
       {"POST", "/assistants"},
       {"POST", "/assistants/search"},
       {"POST", "/assistants/count"},

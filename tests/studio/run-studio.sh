@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts a loopback OpenAI-compatible model (model-server.mjs) and `stategraph serve` on it (in
 # memory, with an API key) on free ports, and drives the studio page in Debian's chromium with
-# playwright-core (studio.test.mjs).
+# playwright-core (studio.test.mjs), then a page on another origin that calls the API as browser
+# UIs do (cross-origin.test.mjs).
 #   usage: tests/studio/run-studio.sh PATH/TO/stategraph [SCREENSHOT_DIR]
 # Needs npm (npm ci installs playwright-core from the lock file, and the tests' Node.js:
 # scripts/lib/test-node.sh) and chromium (scripts/install-deps installs it).
@@ -46,7 +47,7 @@ server=$!
 url="$(serve_url "$work/out" "$server")"
 status=0
 STUDIO_URL="$url" STUDIO_API_KEY="$key" STUDIO_SHOTS="${2:-$work/shots}" \
-  node --test --test-concurrency=1 "$here/studio.test.mjs" >"$work/log" 2>&1 || status=$?
+  node --test --test-concurrency=1 "$here/studio.test.mjs" "$here/cross-origin.test.mjs" >"$work/log" 2>&1 || status=$?
 grep -E '^# (tests|pass|fail)' "$work/log" || true
 if [[ $status -ne 0 ]]; then
   cat "$work/log"

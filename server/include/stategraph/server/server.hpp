@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace sg {
 
@@ -42,6 +43,28 @@ struct ClusterOptions {
   std::chrono::milliseconds event_retention{std::chrono::seconds(60)};
 };
 
+/// Which web pages may call the server from a browser (CORS). A browser request whose Origin is
+/// neither allowed nor the server's own gets 403, so that no page elsewhere can drive a server on
+/// this machine; clients that send no Origin (the SDKs outside a browser, curl) are not affected.
+struct CorsOptions {
+  /// Allowed origins, as a browser sends them ("http://localhost:3000"); "*" allows any. Empty:
+  /// every loopback origin (http or https on localhost, 127.0.0.1 or [::1], any port), so a UI
+  /// served on this machine works.
+  std::vector<std::string> allow_origins{};
+  /// An ECMAScript regular expression an origin may match instead ("https://.*\\.example\\.com");
+  /// empty: none.
+  std::string allow_origin_regex{};
+  /// Request headers a page may send; empty: whichever headers a preflight asks for.
+  std::vector<std::string> allow_headers{};
+  /// Response headers a page may read.
+  std::vector<std::string> expose_headers{"content-location", "x-pagination-total",
+                                          "x-pagination-next"};
+  /// Lets pages send cookies and HTTP authentication (Access-Control-Allow-Credentials).
+  bool allow_credentials = false;
+  /// How long a browser may keep a preflight's answer.
+  std::chrono::seconds max_age{600};
+};
+
 struct ServerOptions {
   /// The address to bind. Anything but a loopback address needs `api_key` (or
   /// `allow_public_without_key`).
@@ -52,6 +75,10 @@ struct ServerOptions {
   std::string api_key{};
   /// Bind a non-loopback address without an API key.
   bool allow_public_without_key = false;
+  /// Paths answered without the API key (exact, without the query): health and readiness probes.
+  std::vector<std::string> public_paths{"/ok", "/info"};
+  /// Browser pages on other origins (CORS).
+  CorsOptions cors{};
   /// Larger request bodies get 413.
   std::size_t max_body_bytes = 1U << 20U;
   /// Larger request headers get 431.
