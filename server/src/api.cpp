@@ -376,27 +376,19 @@ ThreadPool* Api::blocking_pool() const noexcept {
 }
 
 ApiResponse Api::handle(const ApiRequest& request) const {
-  const std::string allow = allowed_methods(request.path);
+  // The route table decides 404 and 405; the handlers see only the methods their path takes.
+  const std::string_view allow = allowed_methods(request.path);
   if (allow.empty()) return error_response(404, no_route(request).detail);
-  if (request.method == "OPTIONS") {
-    ApiResponse response;
-    response.status = 204;
-    response.content_type.clear();
+  if (request.method == "OPTIONS" || !method_allowed(allow, request.method)) {
+    ApiResponse response = request.method == "OPTIONS"
+                               ? no_content()
+                               : error_response(405, method_not_allowed(request).detail);
     response.headers.emplace_back("Allow", allow);
     return response;
-  }
-  const auto not_allowed = [&](std::string_view detail) {
-    ApiResponse response = error_response(405, detail);
-    response.headers.emplace_back("Allow", allow);
-    return response;
-  };
-  if (!method_allowed(allow, request.method)) {
-    return not_allowed(method_not_allowed(request).detail);
   }
   try {
     return route(request);
   } catch (const ApiError& e) {
-    if (e.status == 405) return not_allowed(e.detail);
     return error_response(e.status, e.detail);
   } catch (const InvalidUpdateError& e) {
     return error_response(400, e.what());  // an update the graph refuses (update_state)
@@ -414,14 +406,7 @@ ApiResponse Api::handle(const ApiRequest& request) const {
 ApiResponse Api::route(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  const auto allow = [&](std::initializer_list<const char*> methods) {
-    for (const char* method : methods) {
-      if (m == method) return;
-    }
-    throw method_not_allowed(request);
-  };
   if (p.size() == 1 && p[0] == "ok") {
-    allow({"GET"});
     // A readiness probe: ?check_db=1 reads the thread records (the database of a deployment).
     if (query_flag(request, "check_db")) {
       try {
@@ -433,7 +418,6 @@ ApiResponse Api::route(const ApiRequest& request) const {
     return json_response({{"ok", true}});
   }
   if (p.size() == 1 && p[0] == "info") {
-    allow({"GET"});
     return json_response({{"version", "0.1.0"},
                           {"context", "cpp"},
                           {"flags", {{"assistants", true}, {"crons", false}}}});
@@ -461,22 +445,16 @@ AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
 ApiResponse Api::route_assistants(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  if (p.size() == 1) {
-    if (m != "POST") throw method_not_allowed(request);
-    return assistants_->create(request);
-  }
+  if (p.size() == 1) return assistants_->create(request);
   if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
-    if (m != "POST") throw method_not_allowed(request);
     return p[1] == "search" ? assistants_->search(request) : assistants_->count(request);
   }
   if (p.size() == 2) {
     if (m == "GET") return json_response(assistants_->resolve(p[1]).assistant);
     if (m == "PATCH") return assistants_->patch(p[1], request);
     if (m == "DELETE") return delete_assistant(request);
-    throw method_not_allowed(request);
   }
   if (p.size() == 3 && p[2] == "graph") {
-    if (m != "GET") throw method_not_allowed(request);
     const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
     const auto format = request.query.find("format");
     if (format == request.query.end() || format->second == "json") {
@@ -488,7 +466,6 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
     return graph_picture(entry);
   }
   if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
-    if (m != "POST") throw method_not_allowed(request);
     return p[2] == "versions" ? assistants_->versions(p[1], request)
                               : assistants_->set_latest(p[1], request);
   }

@@ -100,8 +100,9 @@ struct Route {
 /// Every route that Api::handle answers (the studio's pages apart). Thread-safe.
 [[nodiscard]] std::span<const Route> routes();
 /// The methods of the route that matches `path` ("GET, PATCH, DELETE"; of several, the one with
-/// the fewest {}); empty when none matches. Thread-safe.
-[[nodiscard]] std::string allowed_methods(const std::vector<std::string>& path);
+/// the fewest {}), in storage that lives as long as the program; empty when none matches.
+/// Thread-safe.
+[[nodiscard]] std::string_view allowed_methods(const std::vector<std::string>& path);
 /// Whether `method` is in `allow` (a list from allowed_methods()).
 [[nodiscard]] bool method_allowed(std::string_view allow, std::string_view method);
 

@@ -74,7 +74,7 @@ std::span<const Route> routes() {
   return kRoutes;
 }
 
-std::string allowed_methods(const std::vector<std::string>& path) {
+std::string_view allowed_methods(const std::vector<std::string>& path) {
   const Route* best = nullptr;
   int fewest = -1;
   for (const Route& route : routes()) {
@@ -84,7 +84,7 @@ std::string allowed_methods(const std::vector<std::string>& path) {
       fewest = count;
     }
   }
-  return best == nullptr ? std::string() : std::string(best->methods);
+  return best == nullptr ? std::string_view() : best->methods;
 }
 
 bool method_allowed(std::string_view allow, std::string_view method) {

@@ -143,11 +143,10 @@ struct Server::Impl {
     return origin_regex && std::regex_match(origin.begin(), origin.end(), *origin_regex);
   }
 
-  /// Adds the CORS headers of an allowed origin's request (a preflight's among them) to its
+  /// Adds the CORS headers of a request from an allowed `origin` (a preflight's among them) to its
   /// response.
-  void add_cors(const http::request<http::string_body>& req, server::ApiResponse& r) const {
-    const std::string_view origin = header(req, http::field::origin);
-    if (origin.empty() || !origin_allowed(origin, header(req, http::field::host))) return;
+  void add_cors(const http::request<http::string_body>& req, std::string_view origin,
+                server::ApiResponse& r) const {
     const CorsOptions& cors = options.cors;
     r.headers.emplace_back("Access-Control-Allow-Origin", std::string(origin));
     r.headers.emplace_back("Vary", "Origin");
@@ -181,26 +180,30 @@ struct Server::Impl {
     }
   }
 
-  /// The response to a request that passed the network checks, with its CORS headers.
+  /// The response to a request that passed the network checks, with its CORS headers when it
+  /// comes from a browser page of an allowed origin.
   [[nodiscard]] server::ApiResponse respond(const http::request<http::string_body>& req) const {
-    server::ApiResponse response = answer(req);
-    add_cors(req, response);
+    const std::string_view origin = header(req, http::field::origin);
+    const bool allowed = !origin.empty() && origin_allowed(origin, header(req, http::field::host));
+    server::ApiResponse response = answer(req, origin.empty() || allowed ? "" : origin);
+    if (allowed) add_cors(req, origin, response);
     return response;
   }
 
-  /// The response to a request that passed the network checks.
-  [[nodiscard]] server::ApiResponse answer(const http::request<http::string_body>& req) const {
+  /// The response to a request that passed the network checks; `refused_origin`: the Origin of
+  /// a browser page that may not call the server (empty when none).
+  [[nodiscard]] server::ApiResponse answer(const http::request<http::string_body>& req,
+                                           std::string_view refused_origin) const {
     if (auto studio =
             server::studio_response({req.method_string().data(), req.method_string().size()},
                                     {req.target().data(), req.target().size()})) {
       return *std::move(studio);
     }
-    if (const std::string_view origin = header(req, http::field::origin);
-        !origin.empty() && !origin_allowed(origin, header(req, http::field::host))) {
+    if (!refused_origin.empty()) {
       return server::error_response(
           403, fmt::format("origin '{}' may not call this server (allow it with "
                            "ServerOptions::cors, or `stategraph serve --cors-allow-origin`)",
-                           origin));
+                           refused_origin));
     }
     const std::string_view target(req.target().data(), req.target().size());
     const std::string_view path = target.substr(0, target.find('?'));

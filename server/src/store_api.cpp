@@ -106,7 +106,6 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
       store.remove(ns, key);
       return no_content();
     }
-    throw ApiError{405, fmt::format("{} is not allowed on /store/items", m)};
   }
   if (p.size() == 3 && p[1] == "items" && p[2] == "search" && m == "POST") {
     const json body = body_object(request);

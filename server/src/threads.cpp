@@ -377,7 +377,6 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
     if (m == "GET") return json_response(thread_view(threads_->require(p[1])));
     if (m == "PATCH") return threads_->patch(p[1], request);
     if (m == "DELETE") return delete_thread(p[1]);
-    throw ApiError{405, fmt::format("{} is not allowed on /threads/{{id}}", m)};
   }
   if (p.size() >= 3) {
     if (p[2] == "copy" && p.size() == 3 && m == "POST") return copy_thread(p[1]);
@@ -406,8 +405,7 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
       if (p.size() == 5 && p[4] == "cancel" && m == "POST") return runs.cancel(p[1], p[3], request);
     }
   }
-  throw ApiError{p.size() <= 2 ? 405u : 404u,
-                 fmt::format("no route for {} /{}", m, fmt::join(p, "/"))};
+  throw no_route(request);
 }
 
 ApiResponse Api::route_thread_state(const ApiRequest& request, const json& thread) const {
@@ -431,9 +429,6 @@ ApiResponse Api::route_thread_state(const ApiRequest& request, const json& threa
     return json_response(thread_state_json(*std::move(state)));
   };
   if (p[2] == "history") {
-    if (p.size() != 3 || (m != "POST" && m != "GET")) {
-      throw ApiError{405, "history is POST /threads/{id}/history"};
-    }
     json body = m == "GET" ? json::object() : body_object(request);
     if (m == "GET") {
       if (const auto it = request.query.find("limit"); it != request.query.end()) {
