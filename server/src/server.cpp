@@ -16,6 +16,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/buffers_cat.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/core/tcp_stream.hpp>
 #include <boost/beast/http.hpp>
@@ -51,6 +52,9 @@ using tcp = net::ip::tcp;
 
 /// How often a wait or join response that is still waiting sends a newline.
 constexpr std::chrono::seconds kKeepAliveInterval{10};
+/// How long a wait response holds its header back, so that a run that ends sooner is answered
+/// in one write.
+constexpr std::chrono::milliseconds kHeaderDelay{20};
 
 /// Compares without an early exit, so that the time taken does not tell how much of a key
 /// matched.
@@ -242,18 +246,26 @@ struct Server::Impl {
     return res;
   }
 
-  /// Writes the header of a 200 response whose body follows in chunks.
-  net::awaitable<void> write_chunked_header(beast::tcp_stream& stream, const server::ApiResponse& r,
-                                            unsigned version, bool keep_alive,
-                                            const char* content_type,
-                                            boost::system::error_code& ec) {
-    http::response<http::empty_body> res{http::status::ok, version};
+  /// A 200 response whose body goes out in chunks: its header fields.
+  template <class Body>
+  static http::response<Body> chunked_response(const server::ApiResponse& r, unsigned version,
+                                               bool keep_alive, const char* content_type) {
+    http::response<Body> res{http::status::ok, version};
     res.set(http::field::server, "stategraph");
     res.set(http::field::content_type, content_type);
     res.set(http::field::cache_control, "no-cache");
     for (const auto& [name, value] : r.headers) res.set(name, value);
     res.keep_alive(keep_alive);
     res.chunked(true);
+    return res;
+  }
+
+  /// Writes the header of a 200 response whose body follows in chunks.
+  net::awaitable<void> write_chunked_header(beast::tcp_stream& stream, const server::ApiResponse& r,
+                                            unsigned version, bool keep_alive,
+                                            const char* content_type,
+                                            boost::system::error_code& ec) {
+    auto res = chunked_response<http::empty_body>(r, version, keep_alive, content_type);
     http::response_serializer<http::empty_body> serializer{res};
     stream.expires_after(options.idle_timeout);
     co_await http::async_write_header(stream, serializer,
@@ -270,30 +282,34 @@ struct Server::Impl {
     auto timer = std::make_shared<net::steady_timer>(executor);
     auto gone = std::make_shared<bool>(false);
     boost::system::error_code ec;
-    // The client sends nothing while it waits for this response: a read completes when it
-    // closes the connection (eof, reset). (A wait for readability is not enough: Asio may
-    // complete it at once, on an earlier edge.) Bytes it does send (a pipelined request) stay in
-    // `buffer` for the next request.
+    // When a disconnect cancels the run, the connection is watched: the client sends nothing
+    // while it waits for this response, so a read completes when it closes the connection (eof,
+    // reset). (A wait for readability is not enough: Asio may complete it at once, on an earlier
+    // edge.) Bytes it does send (a pipelined request) stay in `buffer` for the next request.
+    // Otherwise a client that went away is noticed when a write to it fails.
     struct Watch {
-      bool pending = true;
+      bool pending = false;
       std::shared_ptr<net::steady_timer> ended;
     };
     auto watch = std::make_shared<Watch>();
-    watch->ended = std::make_shared<net::steady_timer>(executor);
     tcp::socket& socket = stream.socket();
-    socket.async_read_some(
-        buffer.prepare(512),
-        [watch, timer, gone, &buffer](boost::system::error_code read_ec, std::size_t n) {
-          // `buffer` outlives this: follow_run waits for it before it returns.
-          watch->pending = false;
-          if (!read_ec) {
-            buffer.commit(n);
-          } else if (read_ec != net::error::operation_aborted) {
-            *gone = true;
-            timer->cancel();
-          }
-          watch->ended->cancel();
-        });
+    if (follow->on_disconnect) {
+      watch->pending = true;
+      watch->ended = std::make_shared<net::steady_timer>(executor);
+      socket.async_read_some(
+          buffer.prepare(512),
+          [watch, timer, gone, &buffer](boost::system::error_code read_ec, std::size_t n) {
+            // `buffer` outlives this: follow_run waits for it before it returns.
+            watch->pending = false;
+            if (!read_ec) {
+              buffer.commit(n);
+            } else if (read_ec != net::error::operation_aborted) {
+              *gone = true;
+              timer->cancel();
+            }
+            watch->ended->cancel();
+          });
+    }
     const auto notify = [timer, executor] { net::post(executor, [timer] { timer->cancel(); }); };
     const auto wait_for_news = [&]() -> net::awaitable<void> {
       co_await timer->async_wait(net::redirect_error(net::use_awaitable, ec));
@@ -338,19 +354,18 @@ struct Server::Impl {
       }
     } else {
       // result: the run's result as the body; done: 204 once the run ended.
-      // For a result the headers go out at once and a newline every few seconds until the result
-      // (as the official JS server does): a client that limits its concurrent requests is not held
-      // up by a long wait, and a dead client is noticed.
+      // A result's header goes out once the run has taken kHeaderDelay, then a newline every
+      // kKeepAliveInterval until the result (as the official JS server does): a client that
+      // limits its concurrent requests is not held up by a long wait, and a dead client is
+      // noticed. A run that ends sooner is answered in one write.
       const bool with_body = follow->kind == server::RunFollow::Kind::result;
-      if (with_body) {
-        co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);
-        *gone = *gone || static_cast<bool>(ec);
-      }
+      bool header_sent = false;
       std::string result;
       std::vector<server::RunChannel::Event> none;
       while (!*gone) {
         if (with_body) {
-          timer->expires_after(kKeepAliveInterval);
+          timer->expires_after(header_sent ? std::chrono::milliseconds(kKeepAliveInterval)
+                                           : kHeaderDelay);
         } else {
           timer->expires_at(net::steady_timer::time_point::max());
         }
@@ -359,20 +374,29 @@ struct Server::Impl {
         }
         stream.expires_never();
         co_await wait_for_news();
-        if (with_body && !ec && !*gone) {  // the interval passed: a keep-alive newline
+        if (!with_body || ec || *gone) continue;
+        if (!header_sent) {  // the delay passed
+          co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);
+          header_sent = true;
+        } else {  // the interval passed: a keep-alive newline
           stream.expires_after(options.idle_timeout);
           co_await net::async_write(stream, http::make_chunk(net::buffer("\n", 1)),
                                     net::redirect_error(net::use_awaitable, ec));
-          if (ec) *gone = true;
         }
+        if (ec) *gone = true;
       }
       if (!*gone && with_body) {
         stream.expires_after(options.idle_timeout);
-        co_await net::async_write(stream, http::make_chunk(net::buffer(result)),
-                                  net::redirect_error(net::use_awaitable, ec));
-        if (!ec) {
-          co_await net::async_write(stream, http::make_chunk_last(),
-                                    net::redirect_error(net::use_awaitable, ec));
+        if (header_sent) {
+          co_await net::async_write(
+              stream,
+              beast::buffers_cat(http::make_chunk(net::buffer(result)), http::make_chunk_last()),
+              net::redirect_error(net::use_awaitable, ec));
+        } else {
+          auto res =
+              chunked_response<http::string_body>(r, version, keep_alive, "application/json");
+          res.body() = std::move(result);
+          co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
         }
         if (ec) usable = false;
       } else if (!*gone) {

@@ -415,6 +415,71 @@ TEST_CASE("server runs: a client that disconnects mid-stream cancels the run onl
   CHECK(s.get_json("/ok") == json{{"ok", true}});
 }
 
+TEST_CASE("server runs: a wait sends its header while the run goes on, and its body when it ends") {
+  Served s;
+  const std::string t = s.new_thread();
+  const auto start_wait = [&](boost::asio::ip::tcp::socket& socket, const json& body) {
+    socket.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
+    const std::string text = body.dump();
+    const std::string request = "POST /threads/" + t +
+                                "/runs/wait HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                                "application/json\r\nContent-Length: " +
+                                std::to_string(text.size()) + "\r\n\r\n" + text;
+    boost::asio::write(socket, boost::asio::buffer(request));
+    std::string got;
+    char chunk[4096];
+    while (got.find("\r\n\r\n") == std::string::npos) {
+      got.append(chunk, socket.read_some(boost::asio::buffer(chunk)));
+    }
+    return got;
+  };
+  const auto running_run = [&] {
+    for (const auto& run : s.get_json("/threads/" + t + "/runs")) {
+      if (run["status"] == "running") return run["run_id"].get<std::string>();
+    }
+    return std::string();
+  };
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    std::string got = start_wait(socket, run_body("sleep:30000"));
+    CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+    CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
+    const std::string run_id = running_run();  // the header came before the run's end
+    REQUIRE(run_id.size() == 36);
+    REQUIRE(s.post("/threads/" + t + "/runs/" + run_id + "/cancel", std::string()).status == 202);
+    boost::system::error_code ec;
+    char chunk[4096];
+    while (got.find("\r\n0\r\n\r\n") == std::string::npos && !ec) {
+      got.append(chunk, socket.read_some(boost::asio::buffer(chunk), ec));
+    }
+    CHECK(got.find("\"sleep:30000\"") != std::string::npos);  // the state the run stopped at
+    CHECK(s.get_json("/threads/" + t + "/runs/" + run_id)["status"] == "interrupted");
+  }
+  {  // a client that goes away cancels the run when the request asked for that
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::socket socket(io);
+    (void)start_wait(socket, run_body("sleep:30000", {{"on_disconnect", "cancel"}}));
+    const std::string run_id = running_run();
+    REQUIRE(run_id.size() == 36);
+    socket.close();
+    CHECK(
+        sg::test::wait_for_field(s, "/threads/" + t + "/runs/" + run_id, "status", "interrupted"));
+  }
+  REQUIRE(sg::test::wait_for_field(s, "/threads/" + t, "status", "idle"));
+  // A run that ends at once: header and body on one connection that stays usable.
+  const std::string text = run_body("quick").dump();
+  const std::string request = "POST /threads/" + t +
+                              "/runs/wait HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                              "application/json\r\nContent-Length: " +
+                              std::to_string(text.size()) + "\r\n\r\n" + text;
+  const std::string got = sg::test::raw_exchange(
+      s.server.port(), request + "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
+  CHECK(got.find("\"echo: quick\"") != std::string::npos);
+  CHECK(got.find("\r\n0\r\n\r\nHTTP/1.1 200") != std::string::npos);
+  CHECK(got.find("{\"ok\":true}") != std::string::npos);
+}
 TEST_CASE("server runs: stateless runs leave no thread behind unless kept") {
   Served s;
   const auto threads_now = [&] { return s.post_json("/threads/search", {{"limit", 1000}}).size(); };
