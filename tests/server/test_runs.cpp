@@ -417,8 +417,8 @@ TEST_CASE("server runs: a client that disconnects mid-stream cancels the run onl
 
 TEST_CASE("server runs: a wait sends its header while the run goes on, and its body when it ends") {
   Served s;
-  const std::string t = s.new_thread();
-  const auto start_wait = [&](boost::asio::ip::tcp::socket& socket, const json& body) {
+  const auto start_wait = [&](boost::asio::ip::tcp::socket& socket, const std::string& t,
+                              const json& body) {
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
     const std::string text = body.dump();
     const std::string request = "POST /threads/" + t +
@@ -433,41 +433,61 @@ TEST_CASE("server runs: a wait sends its header while the run goes on, and its b
     }
     return got;
   };
-  const auto running_run = [&] {
+  const auto running_run = [&](const std::string& t) {
     for (const auto& run : s.get_json("/threads/" + t + "/runs")) {
       if (run["status"] == "running") return run["run_id"].get<std::string>();
     }
     return std::string();
   };
-  {
+  {  // one wait alone, then several at once (their headers wait a little for their runs)
     boost::asio::io_context io;
-    boost::asio::ip::tcp::socket socket(io);
-    std::string got = start_wait(socket, run_body("sleep:30000"));
-    CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
-    CHECK(got.find("Transfer-Encoding: chunked") != std::string::npos);
-    const std::string run_id = running_run();  // the header came before the run's end
-    REQUIRE(run_id.size() == 36);
-    REQUIRE(s.post("/threads/" + t + "/runs/" + run_id + "/cancel", std::string()).status == 202);
-    boost::system::error_code ec;
-    char chunk[4096];
-    while (got.find("\r\n0\r\n\r\n") == std::string::npos && !ec) {
-      got.append(chunk, socket.read_some(boost::asio::buffer(chunk), ec));
+    for (const std::size_t n : {1, 6}) {
+      std::vector<std::string> threads;
+      std::vector<boost::asio::ip::tcp::socket> sockets;
+      std::vector<std::string> got;
+      for (std::size_t i = 0; i < n; ++i) {
+        threads.push_back(s.new_thread());
+        sockets.emplace_back(io);
+      }
+      // All connected and sent before any header is read: the waits overlap.
+      std::vector<std::thread> readers;
+      got.resize(n);
+      for (std::size_t i = 0; i < n; ++i) {
+        readers.emplace_back(
+            [&, i] { got[i] = start_wait(sockets[i], threads[i], run_body("sleep:30000")); });
+      }
+      for (auto& r : readers) r.join();
+      for (std::size_t i = 0; i < n; ++i) {
+        INFO("wait " << i << " of " << n);
+        CHECK(got[i].rfind("HTTP/1.1 200", 0) == 0);
+        CHECK(got[i].find("Transfer-Encoding: chunked") != std::string::npos);
+        const std::string run_id = running_run(threads[i]);  // the header came before its end
+        REQUIRE(run_id.size() == 36);
+        REQUIRE(s.post("/threads/" + threads[i] + "/runs/" + run_id + "/cancel", std::string())
+                    .status == 202);
+        boost::system::error_code ec;
+        char chunk[4096];
+        while (got[i].find("\r\n0\r\n\r\n") == std::string::npos && !ec) {
+          got[i].append(chunk, sockets[i].read_some(boost::asio::buffer(chunk), ec));
+        }
+        CHECK(got[i].find("\"sleep:30000\"") != std::string::npos);  // where the run stopped
+        CHECK(s.get_json("/threads/" + threads[i] + "/runs/" + run_id)["status"] == "interrupted");
+      }
     }
-    CHECK(got.find("\"sleep:30000\"") != std::string::npos);  // the state the run stopped at
-    CHECK(s.get_json("/threads/" + t + "/runs/" + run_id)["status"] == "interrupted");
   }
+  const std::string t = s.new_thread();
   {  // a client that goes away cancels the run when the request asked for that
     boost::asio::io_context io;
     boost::asio::ip::tcp::socket socket(io);
-    (void)start_wait(socket, run_body("sleep:30000", {{"on_disconnect", "cancel"}}));
-    const std::string run_id = running_run();
+    (void)start_wait(socket, t, run_body("sleep:30000", {{"on_disconnect", "cancel"}}));
+    const std::string run_id = running_run(t);
     REQUIRE(run_id.size() == 36);
     socket.close();
     CHECK(
         sg::test::wait_for_field(s, "/threads/" + t + "/runs/" + run_id, "status", "interrupted"));
   }
   REQUIRE(sg::test::wait_for_field(s, "/threads/" + t, "status", "idle"));
-  // A run that ends at once: header and body on one connection that stays usable.
+  // A run that ends at once: header and body on a connection that stays usable.
   const std::string text = run_body("quick").dump();
   const std::string request = "POST /threads/" + t +
                               "/runs/wait HTTP/1.1\r\nHost: x\r\nContent-Type: "
@@ -480,6 +500,7 @@ TEST_CASE("server runs: a wait sends its header while the run goes on, and its b
   CHECK(got.find("\r\n0\r\n\r\nHTTP/1.1 200") != std::string::npos);
   CHECK(got.find("{\"ok\":true}") != std::string::npos);
 }
+
 TEST_CASE("server runs: stateless runs leave no thread behind unless kept") {
   Served s;
   const auto threads_now = [&] { return s.post_json("/threads/search", {{"limit", 1000}}).size(); };
