@@ -2,8 +2,10 @@
 // Errors are one line on stderr and a non-zero exit code (1 bad input or failure, 2 bad usage).
 // The helpers the commands share are in io.cpp.
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/version.hpp>
 
 #include <iostream>
+#include <string>
 
 #include "cli.hpp"
 
@@ -13,7 +15,7 @@ int main(int argc, char** argv) {
       "a thread, draw the built-in graphs, inspect threads and the store, edit message "
       "lists.",
       "stategraph"};
-  app.set_version_flag("--version", "stategraph 0.1.0");
+  app.set_version_flag("--version", "stategraph " + std::string(sg::kVersion));
   app.footer(
       "\n`stategraph COMMAND --help` describes a command. Exit codes: 0 ok, 1 failure (bad input, "
       "a missing database, a model error), 2 bad usage. Colour only on a terminal, never with "

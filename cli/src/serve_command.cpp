@@ -7,6 +7,7 @@
 #include <stategraph/models/local_model.hpp>
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
+#include <stategraph/server/graph_library.hpp>
 #include <stategraph/server/server.hpp>
 #include <stategraph/store/memory_store.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
@@ -23,11 +24,13 @@
 
 #include "builtin_graphs.hpp"
 #include "cli.hpp"
+#include "serve_config.hpp"
 
 namespace sg::cli {
 namespace {
 
 struct ServeArgs {
+  std::string config;
   std::string host = "127.0.0.1";
   std::uint16_t port = 2024;
   std::string db = "stategraph-server";
@@ -39,6 +42,7 @@ struct ServeArgs {
   bool allow_public = false;
   double lease_seconds = 10;
   std::vector<std::string> cors_origins;
+  std::optional<ServeConfig> loaded;  // --config's file, read
 };
 
 /// Blocks SIGINT and SIGTERM in every thread started from now on; serve() waits for them.
@@ -61,8 +65,59 @@ void raise_open_file_limit() {
   }
 }
 
+/// The graphs to serve: the configuration's, or every built-in one; only those `only` names
+/// when it names any. Each entry: its id, and how to add it to a server.
+void add_graphs(Server& server, const std::optional<ServeConfig>& config,
+                const std::vector<std::string>& only, const BuiltinGraphOptions& graph_options,
+                std::vector<std::string>& served) {
+  std::vector<ConfiguredGraph> graphs;
+  if (config) {
+    graphs = config->graphs;
+  } else {
+    for (const auto& entry : builtin_graphs()) graphs.push_back({entry.name, "", entry.name});
+  }
+  for (const auto& id : only) {
+    if (std::none_of(graphs.begin(), graphs.end(), [&](const auto& g) { return g.id == id; })) {
+      throw Error(errc::kInvalidArgument,
+                  config ? fmt::format("no graph '{}' in the configuration", id)
+                         : fmt::format("no built-in graph '{}' (there are: {})", id,
+                                       builtin_graph_names()));
+    }
+  }
+  std::map<std::string, std::map<std::string, std::shared_ptr<const ServedGraph>>> libraries;
+  for (const auto& graph : graphs) {
+    if (!only.empty() && std::find(only.begin(), only.end(), graph.id) == only.end()) continue;
+    if (graph.library.empty()) {
+      const BuiltinGraph* builtin = find_builtin_graph(graph.name);
+      if (builtin == nullptr) {
+        throw Error(errc::kInvalidArgument,
+                    fmt::format("graph '{}': no built-in graph '{}' (there are: {})", graph.id,
+                                graph.name, builtin_graph_names()));
+      }
+      std::visit([&](auto&& g) { server.add_graph(graph.id, served_graph(std::move(g))); },
+                 builtin->build(graph_options));
+    } else {
+      auto loaded = libraries.find(graph.library);
+      if (loaded == libraries.end()) {
+        loaded = libraries.emplace(graph.library, load_graph_library(graph.library)).first;
+      }
+      const auto found = loaded->second.find(graph.name);
+      if (found == loaded->second.end()) {
+        std::vector<std::string> names;
+        for (const auto& [name, _] : loaded->second) names.push_back(name);
+        throw Error(errc::kInvalidArgument,
+                    fmt::format("graph '{}': the library '{}' has no graph '{}' (it has: {})",
+                                graph.id, graph.library, graph.name, fmt::join(names, ", ")));
+      }
+      server.add_graph(graph.id, found->second);
+    }
+    served.push_back(graph.id);
+  }
+}
+
 void serve(const ServeArgs& args) {
   raise_open_file_limit();
+  const std::optional<ServeConfig>& config = args.loaded;
   ServerOptions options;
   options.host = args.host;
   options.port = args.port;
@@ -70,7 +125,9 @@ void serve(const ServeArgs& args) {
   options.max_runs = args.max_runs;
   options.sync_node_workers = args.sync_workers;
   options.allow_public_without_key = args.allow_public;
-  options.cors.allow_origins = args.cors_origins;
+  if (config && config->cors) options.cors = *config->cors;
+  if (!args.cors_origins.empty()) options.cors.allow_origins = args.cors_origins;
+  if (config && config->public_paths) options.public_paths = *config->public_paths;
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   BuiltinGraphOptions graph_options;
   graph_options.model = default_chat_model();
@@ -104,21 +161,7 @@ void serve(const ServeArgs& args) {
   graph_options.store = options.store;
   Server server(options);
   std::vector<std::string> served;
-  for (const auto& entry : builtin_graphs()) {
-    if (!args.graphs.empty() &&
-        std::find(args.graphs.begin(), args.graphs.end(), entry.name) == args.graphs.end()) {
-      continue;
-    }
-    std::visit([&](auto&& graph) { server.add_graph(entry.name, served_graph(std::move(graph))); },
-               entry.build(graph_options));
-    served.push_back(entry.name);
-  }
-  for (const auto& name : args.graphs) {
-    if (find_builtin_graph(name) == nullptr) {
-      throw Error(errc::kInvalidArgument, fmt::format("no built-in graph '{}' (there are: {})",
-                                                      name, builtin_graph_names()));
-    }
-  }
+  add_graphs(server, config, args.graphs, graph_options, served);
   const sigset_t stop_signals = block_stop_signals();
   server.start();
   std::cout << fmt::format("stategraph serve: {} (graphs: {}; data {}){}\n", server.url(),
@@ -139,32 +182,52 @@ void add_serve_command(CLI::App& app, Action& action) {
       "serve",
       "Serve the built-in graphs over the LangGraph Server API (the official SDKs and UIs work "
       "against it) until Ctrl-C; threads, runs and the store persist in RocksDB or PostgreSQL");
+  cmd->add_option("--config", args->config,
+                  "A stategraph.json: the graphs to serve (graph libraries, built-ins), env, "
+                  "http (cors, public_paths); docs/deploy.md")
+      ->envname("STATEGRAPH_CONFIG")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host,
                   "Address to bind (a non-loopback one needs "
                   "STATEGRAPH_API_KEY or --allow-public)")
+      ->envname("STATEGRAPH_HOST")
       ->capture_default_str();
-  cmd->add_option("--port", args->port, "Port (0 picks a free one)")->capture_default_str();
+  cmd->add_option("--port", args->port, "Port (0 picks a free one; else $PORT)")
+      ->envname("STATEGRAPH_PORT")
+      ->capture_default_str();
   cmd->add_option("--db", args->db,
                   "Data directory (checkpoints/, store/ and records/ RocksDB databases), or a "
-                  "PostgreSQL URL (postgresql://...; tables sg_checkpoints, sg_store, sg_records)")
+                  "PostgreSQL URL (postgresql://...; tables sg_checkpoints, sg_store, sg_records; "
+                  "else $DATABASE_URI)")
+      ->envname("STATEGRAPH_DB")
       ->capture_default_str();
-  cmd->add_flag("--in-memory", args->in_memory, "Keep everything in memory (lost at exit)");
-  cmd->add_option("--graph", args->graphs, "Serve only these built-in graphs (repeatable)");
+  cmd->add_flag("--in-memory", args->in_memory, "Keep everything in memory (lost at exit)")
+      ->envname("STATEGRAPH_IN_MEMORY");
+  cmd->add_option("--graph", args->graphs,
+                  "Serve only these graphs (repeatable, or comma-separated): ids of the "
+                  "configuration's graphs, or of the built-in ones")
+      ->delimiter(',')
+      ->envname("STATEGRAPH_GRAPHS");
   cmd->add_option(
          "--threads", args->threads,
          "Threads serving connections (a run executes on the thread of the request that starts it)")
+      ->envname("STATEGRAPH_THREADS")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--max-runs", args->max_runs,
                   "Runs executing at once (the rest wait, pending); a run waiting on a model "
                   "holds no thread")
+      ->envname("STATEGRAPH_MAX_RUNS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--sync-workers", args->sync_workers,
                   "Threads that run the plain (synchronous) nodes of all runs")
+      ->envname("STATEGRAPH_SYNC_WORKERS")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_flag("--allow-public", args->allow_public,
-                "Bind a non-loopback address without an API key");
+                "Bind a non-loopback address without an API key")
+      ->envname("STATEGRAPH_ALLOW_PUBLIC");
   cmd->add_option("--cors-allow-origin", args->cors_origins,
                   "Browser origins allowed to call the server (repeatable, or comma-separated; "
                   "'*' for any). Default: pages on this machine (localhost, 127.0.0.1, [::1])")
@@ -173,12 +236,49 @@ void add_serve_command(CLI::App& app, Action& action) {
   cmd->add_option("--run-lease", args->lease_seconds,
                   "With PostgreSQL: seconds a worker holds a run without renewing it before "
                   "another server process takes it over")
+      ->envname("STATEGRAPH_RUN_LEASE")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "
-      "every request but GET /ok and /info.\nEndpoints: docs/server.md.");
-  cmd->callback([&action, args] { action = [args] { serve(*args); }; });
+      "every request but the public paths (GET /ok and /info). Each option has a variable too: "
+      "--max-runs is STATEGRAPH_MAX_RUNS, and so on; options given win.\nEndpoints: "
+      "docs/server.md. Serving your own graphs: docs/deploy.md.");
+  cmd->callback([&action, args, cmd] {
+    action = [args, cmd] {
+      if (!args->config.empty()) {
+        ServeConfig config = read_serve_config(args->config);
+        apply_env(config.env);  // before anything reads the environment
+        // The options the command line and the environment left unset, from the variables the
+        // file's env set.
+        for (CLI::Option* option : cmd->get_options()) {
+          const std::string variable = option->get_envname();
+          if (option->count() != 0 || variable.empty()) continue;
+          if (const char* value = std::getenv(variable.c_str()); value != nullptr && *value) {
+            option->add_result(value);
+            option->run_callback();
+          }
+        }
+        args->loaded = std::move(config);
+      }
+      // As in LangGraph deployments: PORT and DATABASE_URI when no option or STATEGRAPH_*
+      // variable sets them.
+      if (cmd->count("--port") == 0) {
+        if (const char* port = std::getenv("PORT"); port != nullptr && *port != '\0') {
+          if (!CLI::detail::lexical_cast(std::string(port), args->port)) {
+            throw Error(errc::kInvalidArgument,
+                        fmt::format("PORT: '{}' is not a port number", port));
+          }
+        }
+      }
+      if (cmd->count("--db") == 0) {
+        if (const char* uri = std::getenv("DATABASE_URI"); uri != nullptr && *uri != '\0') {
+          args->db = uri;
+        }
+      }
+      serve(*args);
+    };
+  });
 }
 
 }  // namespace sg::cli

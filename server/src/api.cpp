@@ -2,6 +2,7 @@
 #include "api.hpp"
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/version.hpp>
 #include <stategraph/server/graph_picture.hpp>
 
 #include <fmt/format.h>
@@ -418,7 +419,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
     return json_response({{"ok", true}});
   }
   if (p.size() == 1 && p[0] == "info") {
-    return json_response({{"version", "0.1.0"},
+    return json_response({{"version", kVersion},
                           {"context", "cpp"},
                           {"flags", {{"assistants", true}, {"crons", false}}}});
   }

@@ -2,6 +2,8 @@
 // across a restart (and across a SIGKILL mid-run), stops on SIGTERM, and enforces its API key. On
 // PostgreSQL, processes share the runs: a killed worker's run is finished by another, a paused
 // one is fenced out, a database restart is survived.
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
@@ -382,4 +384,133 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
       CHECK_MESSAGE(bytes.find(secret) == std::string::npos, file.path().string());
     }
   }
+}
+
+namespace {
+
+/// Writes `config` as a stategraph.json in `dir`; its path.
+std::string write_config(const std::filesystem::path& dir, const json& config) {
+  const auto path = dir / "stategraph.json";
+  std::ofstream(path) << config.dump(2);
+  return path.string();
+}
+
+}  // namespace
+
+TEST_CASE("stategraph serve --config: a graph library's graphs, built-ins, env and http") {
+  sg::test::TempDir dir;
+  const std::string config = write_config(
+      dir.path(), {{"graphs",
+                    {{"mine", std::string(SG_EXAMPLE_GRAPHS_PATH) + ":agent"},
+                     {"loud", std::string(SG_EXAMPLE_GRAPHS_PATH) + ":shout"},
+                     {"echo", "builtin:agent"}}},
+                   {"env", {{"STATEGRAPH_API_KEY", "from-config"}}},
+                   {"http",
+                    {{"public_paths", json::array({"/ok"})},
+                     {"cors", {{"allow_origins", json::array({"https://ui.example"})}}}}}});
+  ServeProcess serve({"--in-memory", "--config", config});
+  const std::vector<std::string> key{"x-api-key: from-config"};
+  // env: the key the file sets is required; http.public_paths: /info is no longer open.
+  CHECK(serve.get("/ok").status == 200);
+  CHECK(serve.get("/info").status == 401);
+  CHECK(serve.get("/info", key).status == 200);
+  std::set<std::string> ids;
+  const auto found = serve.post("/assistants/search", json::object(), key);
+  REQUIRE(found.status == 200);
+  for (const auto& a : json::parse(found.body)) ids.insert(a["graph_id"].get<std::string>());
+  CHECK(ids == std::set<std::string>{"echo", "loud", "mine"});
+  const auto ask = [&](const std::string& graph, const std::string& text) {
+    const auto r = serve.post("/runs/wait", {{"assistant_id", graph}, {"input", human(text)}}, key);
+    INFO(r.body);
+    REQUIRE(r.status == 200);
+    return contents(json::parse(r.body)).back();
+  };
+  CHECK(ask("mine", "hello") == "you said: hello");  // a plain node of the library
+  CHECK(ask("loud", "hello") == "HELLO!");           // its coroutine node
+  CHECK(ask("echo", "hello") == "echo: hello");
+  // Threads of a library's graph live in the server's checkpointer.
+  const auto thread = serve.post("/threads", json::object(), key);
+  const std::string t = json::parse(thread.body)["thread_id"];
+  REQUIRE(serve
+              .post("/threads/" + t + "/runs/wait",
+                    {{"assistant_id", "mine"}, {"input", human("one")}}, key)
+              .status == 200);
+  const auto state = serve.get("/threads/" + t + "/state", key);
+  CHECK(contents(json::parse(state.body)["values"]) ==
+        std::vector<std::string>{"one", "you said: one"});
+  // http.cors: the configured origin, and no other page.
+  CHECK(serve.get("/ok", {"Origin: https://ui.example"}).status == 200);
+  CHECK(serve.get("/ok", {"Origin: http://localhost:3000"}).status == 403);
+}
+
+TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and graphs") {
+  sg::test::TempDir dir;
+  const auto fails = [&](const json& config, const std::string& expected,
+                         std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"serve", "--in-memory", "--port",
+                                  "0",     "--config",    write_config(dir.path(), config)};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto r = sg::test::run_process(SG_CLI_PATH, args);
+    INFO(r.out << r.err);
+    CHECK(r.exit_code != 0);
+    CHECK(r.err.find(expected) != std::string::npos);
+  };
+  const std::string lib = SG_EXAMPLE_GRAPHS_PATH;
+  fails({{"graphs", {{"x", std::string(SG_WRONG_ABI_GRAPHS_PATH) + ":agent"}}}},
+        "was built for stategraph 9.0.0");
+  fails({{"graphs", {{"x", lib + ":nope"}}}}, "has no graph 'nope' (it has: agent, shout)");
+  fails({{"graphs", {{"x", "/nonexistent/graphs.so:agent"}}}}, "cannot load graph library");
+  fails({{"graphs", {{"x", "builtin:nope"}}}}, "no built-in graph 'nope'");
+  fails({{"graphs", {{"x", "agent"}}}}, R"(graphs.x: "agent": must be "PATH.so:NAME")");
+  fails({{"graphs", json::object()}}, "graphs: must map graph ids");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"auth", {{"path", "a.so"}}}},
+        "auth: unknown field");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"http", {{"cors", {{"max_age", -1}}}}}},
+        "http.cors.max_age: must be a whole number");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"env", "missing.env"}}, "cannot read the env file");
+  fails({{"graphs", {{"x", "builtin:agent"}}}}, "no graph 'y' in the configuration",
+        {"--graph", "y"});
+  std::ofstream(dir.path() / "broken.json") << "{\"graphs\": ";
+  const auto broken = sg::test::run_process(
+      SG_CLI_PATH, {"serve", "--in-memory", "--config", (dir.path() / "broken.json").string()});
+  CHECK(broken.exit_code != 0);
+  CHECK(broken.err.find("not valid JSON") != std::string::npos);
+}
+
+TEST_CASE("stategraph serve: options from STATEGRAPH_* variables, PORT and DATABASE_URI") {
+  sg::test::TempDir dir;
+  // A free port for PORT.
+  std::uint16_t port = 0;
+  {
+    boost::asio::io_context io;
+    boost::asio::ip::tcp::acceptor probe(io, {boost::asio::ip::make_address("127.0.0.1"), 0});
+    port = probe.local_endpoint().port();
+  }
+  // The config names two graphs, and its env file (a path relative to it) serves one of them.
+  std::ofstream(dir.path() / "app.env") << "# settings\nexport STATEGRAPH_GRAPHS=echo\n";
+  const std::string config = write_config(
+      dir.path(),
+      {{"graphs", {{"echo", "builtin:agent"}, {"other", "builtin:echo"}}}, {"env", "app.env"}});
+  setenv("STATEGRAPH_CONFIG", config.c_str(), 1);
+  setenv("DATABASE_URI", (dir.path() / "db").c_str(), 1);
+  setenv("PORT", std::to_string(port).c_str(), 1);
+  {
+    sg::test::BackgroundProcess serve(SG_CLI_PATH, {"serve"});
+    REQUIRE_MESSAGE(serve.wait_for_output("stategraph serve: http://"),
+                    std::string(serve.out() + serve.err()));
+    CHECK(serve.out().find("http://127.0.0.1:" + std::to_string(port) + " (graphs: echo; data in " +
+                           (dir.path() / "db").string()) != std::string::npos);
+  }
+  unsetenv("STATEGRAPH_CONFIG");
+  unsetenv("DATABASE_URI");
+  setenv("PORT", "not-a-port", 1);
+  const auto bad_port = sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory"});
+  CHECK(bad_port.exit_code == 1);
+  CHECK(bad_port.err.find("PORT: 'not-a-port' is not a port number") != std::string::npos);
+  unsetenv("PORT");
+  setenv("STATEGRAPH_MAX_RUNS", "0", 1);
+  const auto bad_runs = sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory", "--port", "0"});
+  CHECK(bad_runs.exit_code == 2);
+  CHECK(bad_runs.err.find("--max-runs") != std::string::npos);
+  unsetenv("STATEGRAPH_MAX_RUNS");
 }

@@ -49,3 +49,20 @@ if(NOT last_output MATCHES "models model.config")
   message(FATAL_ERROR "unexpected models_consumer output: ${last_output}")
 endif()
 message(STATUS "models_consumer printed: ${last_output}")
+
+# A graph library built against the package (examples/graph_library, as a user builds it),
+# served by the installed `stategraph`: it starts and serves the library's graphs (stopped by
+# the timeout; tests/cli serves the build tree's copy over HTTP).
+run(${CMAKE_COMMAND} -S ${GRAPH_LIBRARY_DIR} -B ${WORK_DIR}/graph_library -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_MODULE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/graph_library)
+file(WRITE ${WORK_DIR}/stategraph.json
+     "{\"graphs\": {\"agent\": \"graph_library/graphs.so:agent\", \"shout\": \"graph_library/graphs.so:shout\"}}")
+execute_process(COMMAND ${prefix}/bin/stategraph serve --in-memory --port 0
+                        --config ${WORK_DIR}/stategraph.json
+                TIMEOUT 6 OUTPUT_VARIABLE served ERROR_VARIABLE served_err)
+if(NOT served MATCHES "stategraph serve: http://127.0.0.1:[0-9]+ \\(graphs: agent, shout;")
+  message(FATAL_ERROR "the installed stategraph did not serve the graph library:\n${served}\n${served_err}")
+endif()
+message(STATUS "the installed stategraph served the graph library: ${served}")

@@ -1,0 +1,43 @@
+#pragma once
+
+// stategraph.json: what `stategraph serve --config FILE` serves and how (docs/deploy.md).
+
+#include <stategraph/server/server.hpp>
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sg::cli {
+
+/// One served graph: its id, and where it comes from.
+struct ConfiguredGraph {
+  std::string id;
+  /// The graph library (an absolute path); empty for a built-in graph.
+  std::string library;
+  /// The graph's name in its library, or the built-in graph's name.
+  std::string name;
+};
+
+/// A stategraph.json, read.
+struct ServeConfig {
+  std::vector<ConfiguredGraph> graphs;
+  /// Environment variables to set (those already set keep their value).
+  std::map<std::string, std::string> env;
+  /// http.cors, when given.
+  std::optional<CorsOptions> cors;
+  /// http.public_paths, when given.
+  std::optional<std::vector<std::string>> public_paths;
+};
+
+/// Reads `path`. Relative paths in it are taken from the file's directory. Throws sg::Error
+/// (kInvalidArgument) naming the file and the field for a missing or malformed file, an unknown
+/// or unsupported field, or an env file that cannot be read.
+[[nodiscard]] ServeConfig read_serve_config(const std::filesystem::path& path);
+
+/// Sets `env`'s variables that the environment does not have yet.
+void apply_env(const std::map<std::string, std::string>& env);
+
+}  // namespace sg::cli
