@@ -31,7 +31,7 @@ boost::asio::awaitable<sg::Update<sg::MessagesState>> shout(const sg::MessagesSt
 
 }  // namespace
 
-STATEGRAPH_GRAPHS(registry) {
+SG_GRAPH_LIBRARY(registry) {
   sg::StateGraph<sg::MessagesState> agent;
   agent.add_node("reply", [](const sg::MessagesState& s) {
     return sg::Update<sg::MessagesState>{}.set<&sg::MessagesState::messages>(

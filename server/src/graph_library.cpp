@@ -22,13 +22,13 @@ std::map<std::string, std::shared_ptr<const ServedGraph>> load_graph_library(
                                 : ""));
   }
   using Register = std::uint32_t (*)(std::uint32_t, GraphRegistry*);
-  auto* const symbol = dlsym(handle, STATEGRAPH_GRAPHS_SYMBOL);
+  auto* const symbol = dlsym(handle, SG_GRAPH_LIBRARY_SYMBOL);
   if (symbol == nullptr) {
     throw Error(errc::kInvalidArgument,
                 fmt::format("'{}' is not a graph library: it has no {} function (define its "
-                            "graphs in a STATEGRAPH_GRAPHS block, <stategraph/server/"
+                            "graphs in a SG_GRAPH_LIBRARY block, <stategraph/server/"
                             "graph_library.hpp>)",
-                            path, STATEGRAPH_GRAPHS_SYMBOL));
+                            path, SG_GRAPH_LIBRARY_SYMBOL));
   }
   const auto register_graphs = reinterpret_cast<Register>(symbol);
   GraphRegistry registry;

@@ -4,9 +4,9 @@
 
 #include <string_view>
 
-#define STATEGRAPH_VERSION_MAJOR 0
-#define STATEGRAPH_VERSION_MINOR 1
-#define STATEGRAPH_VERSION_PATCH 0
+#define SG_VERSION_MAJOR 0
+#define SG_VERSION_MINOR 1
+#define SG_VERSION_PATCH 0
 
 namespace sg {
 
