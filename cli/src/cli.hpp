@@ -41,6 +41,10 @@ void add_chat_command(CLI::App& app, Action& action);
 /// or SIGTERM); the server is stored in `action`.
 void add_serve_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph new NAME` (writes a graph-library project, docs/deploy.md); the
+/// writing is stored in `action`.
+void add_new_command(CLI::App& app, Action& action);
+
 /// Registers `stategraph completion bash` (prints bash_completion(app)).
 void add_completion_command(CLI::App& app, Action& action);
 

@@ -514,3 +514,32 @@ TEST_CASE("stategraph serve: options from STATEGRAPH_* variables, PORT and DATAB
   CHECK(bad_runs.err.find("--max-runs") != std::string::npos);
   unsetenv("STATEGRAPH_MAX_RUNS");
 }
+
+TEST_CASE("stategraph new: a project's files, and no overwriting") {
+  sg::test::TempDir dir;
+  const auto project = dir.path() / "my-agent";
+  const auto made = sg::test::run_process(SG_CLI_PATH, {"new", project.string()});
+  INFO(made.out << made.err);
+  REQUIRE(made.exit_code == 0);
+  for (const char* file : {"CMakeLists.txt", "src/agent.hpp", "src/agent.cpp", "src/graphs.cpp",
+                           "tests/agent_test.cpp", "stategraph.json", "README.md", ".gitignore"}) {
+    CHECK_MESSAGE(std::filesystem::is_regular_file(project / file), file);
+  }
+  std::ifstream cmake(project / "CMakeLists.txt");
+  const std::string cmake_text((std::istreambuf_iterator<char>(cmake)), {});
+  CHECK(cmake_text.find("project(my-agent LANGUAGES CXX)") != std::string::npos);
+  CHECK(cmake_text.find("stategraph_add_graph_library(graphs") != std::string::npos);
+  // Its stategraph.json is read by serve (the library is not built here: tests/package builds
+  // and serves a new project).
+  const auto served = sg::test::run_process(
+      SG_CLI_PATH,
+      {"serve", "--in-memory", "--port", "0", "--config", (project / "stategraph.json").string()});
+  CHECK(served.err.find("cannot load graph library '" + (project / "build/graphs.so").string()) !=
+        std::string::npos);
+  const auto again = sg::test::run_process(SG_CLI_PATH, {"new", project.string()});
+  CHECK(again.exit_code == 1);
+  CHECK(again.err.find("exists and is not an empty directory") != std::string::npos);
+  const auto bad = sg::test::run_process(SG_CLI_PATH, {"new", (dir.path() / "9 lives").string()});
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find("cannot name a project") != std::string::npos);
+}

@@ -50,19 +50,21 @@ if(NOT last_output MATCHES "models model.config")
 endif()
 message(STATUS "models_consumer printed: ${last_output}")
 
-# A graph library built against the package (examples/graph_library, as a user builds it),
-# served by the installed `stategraph`: it starts and serves the library's graphs (stopped by
-# the timeout; tests/cli serves the build tree's copy over HTTP).
-run(${CMAKE_COMMAND} -S ${GRAPH_LIBRARY_DIR} -B ${WORK_DIR}/graph_library -G ${GENERATOR}
+# A project from the installed `stategraph new`, built against the package (its graph library
+# and its test), tested, and served by the installed binary with its stategraph.json: it starts
+# and serves the library's graph (stopped by the timeout; tests/cli serves a graph library over
+# HTTP).
+run(${prefix}/bin/stategraph new ${WORK_DIR}/myagent)
+run(${CMAKE_COMMAND} -S ${WORK_DIR}/myagent -B ${WORK_DIR}/myagent/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_MODULE_LINKER_FLAGS=${CONSUMER_FLAGS}")
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/graph_library)
-file(WRITE ${WORK_DIR}/stategraph.json
-     "{\"graphs\": {\"agent\": \"graph_library/graphs.so:agent\", \"shout\": \"graph_library/graphs.so:shout\"}}")
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}"
+    "-DCMAKE_MODULE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/myagent/build)
+run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR}/myagent/build --output-on-failure)
 execute_process(COMMAND ${prefix}/bin/stategraph serve --in-memory --port 0
-                        --config ${WORK_DIR}/stategraph.json
+                        --config ${WORK_DIR}/myagent/stategraph.json
                 TIMEOUT 6 OUTPUT_VARIABLE served ERROR_VARIABLE served_err)
-if(NOT served MATCHES "stategraph serve: http://127.0.0.1:[0-9]+ \\(graphs: agent, shout;")
-  message(FATAL_ERROR "the installed stategraph did not serve the graph library:\n${served}\n${served_err}")
+if(NOT served MATCHES "stategraph serve: http://127.0.0.1:[0-9]+ \\(graphs: agent;")
+  message(FATAL_ERROR "the installed stategraph did not serve the new project:\n${served}\n${served_err}")
 endif()
-message(STATUS "the installed stategraph served the graph library: ${served}")
+message(STATUS "the installed stategraph served the new project: ${served}")
