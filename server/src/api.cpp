@@ -466,6 +466,12 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
     }
     return graph_picture(entry);
   }
+  if (p.size() == 3 && p[2] == "schemas") {
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    nlohmann::json schemas = entry.graph->schemas();
+    schemas["graph_id"] = entry.graph_id;
+    return json_response(schemas);
+  }
   if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
     return p[2] == "versions" ? assistants_->versions(p[1], request)
                               : assistants_->set_latest(p[1], request);

@@ -21,6 +21,7 @@ constexpr Route kRoutes[] = {
     {"assistants/count", "POST"},
     {"assistants/{}", "GET, PATCH, DELETE"},
     {"assistants/{}/graph", "GET"},
+    {"assistants/{}/schemas", "GET"},
     {"assistants/{}/versions", "POST"},
     {"assistants/{}/latest", "POST"},
     {"threads", "POST"},

@@ -321,6 +321,21 @@ describe("assistants (§2.1)", () => {
     assert.equal(system.metadata.created_by, "system");
   });
 
+  it("getSchemas gives the graph's JSON Schemas", async () => {
+    const schemas = await client.assistants.getSchemas(GRAPH_ASSISTANT_ID);
+    assert.equal(schemas.graph_id, GRAPH_ID);
+    assert.equal(schemas.state_schema.type, "object");
+    assert.equal(schemas.state_schema.properties.messages.type, "array");
+    assert.deepEqual(schemas.output_schema, schemas.state_schema);
+    assert.equal(schemas.input_schema.required, undefined, "an input updates some fields");
+    assert.deepEqual(schemas.input_schema.properties, schemas.state_schema.properties);
+    await expectHttpError(
+      client.assistants.getSchemas(uniqueLabel("no-such-graph")),
+      [404],
+      "schemas of an unknown graph",
+    );
+  });
+
   it("search of an unknown graph_id is empty", async () => {
     assert.deepEqual(await client.assistants.search({ graphId: uniqueLabel("no-such-graph") }), []);
   });

@@ -75,6 +75,30 @@ TEST_CASE("server: assistants by uuid or graph id, their graph") {
                                       {"source":"echo","target":"__end__","conditional":false}])"));
 }
 
+TEST_CASE("server: an assistant's schemas come from its graph's state type") {
+  Served s;
+  const auto r = s.get("/assistants/agent/schemas");
+  REQUIRE(r.status == 200);
+  const json schemas = json::parse(r.body);
+  CHECK(schemas["graph_id"] == "agent");
+  const json& state = schemas["state_schema"];
+  CHECK(state["type"] == "object");
+  CHECK(state["required"] == json({"messages"}));
+  CHECK(state["properties"]["messages"]["type"] == "array");
+  CHECK(state["properties"]["messages"]["items"]["required"] == json({"content"}));
+  CHECK(schemas["output_schema"] == state);
+  json input = state;
+  input.erase("required");  // an input updates some fields
+  CHECK(schemas["input_schema"] == input);
+  CHECK(schemas["config_schema"].is_null());
+  CHECK(schemas["context_schema"].is_null());
+  // By assistant id too; an unknown one is 404, another method 405.
+  CHECK(json::parse(s.get("/assistants/fe096781-5601-53d2-b2f6-0d3403f7e9ca/schemas").body) ==
+        schemas);
+  CHECK(s.get("/assistants/nobody/schemas").status == 404);
+  CHECK(s.post("/assistants/agent/schemas", "{}").status == 405);
+}
+
 TEST_CASE("server: a graph's picture as SVG, laid out by Graphviz") {
   Served s;
   const auto svg = s.get("/assistants/agent/graph?format=svg");

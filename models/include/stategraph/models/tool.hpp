@@ -14,6 +14,7 @@
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/message.hpp>
+#include <stategraph/core/type_schema.hpp>
 #include <stategraph/core/update.hpp>
 #include <stategraph/models/chat_model.hpp>
 
@@ -86,45 +87,6 @@ class Tool {
 
 namespace detail {
 
-template <class T>
-struct IsOptional : std::false_type {};
-template <class T>
-struct IsOptional<std::optional<T>> : std::true_type {};
-template <class T>
-struct IsVector : std::false_type {};
-template <class T, class A>
-struct IsVector<std::vector<T, A>> : std::true_type {};
-
-/// The JSON schema of a C++ value type.
-template <class T>
-nlohmann::json json_schema_of() {
-  if constexpr (IsOptional<T>::value) {
-    return json_schema_of<typename T::value_type>();
-  } else if constexpr (std::is_same_v<T, bool>) {
-    return {{"type", "boolean"}};
-  } else if constexpr (std::is_integral_v<T>) {
-    return {{"type", "integer"}};
-  } else if constexpr (std::is_floating_point_v<T>) {
-    return {{"type", "number"}};
-  } else if constexpr (std::is_convertible_v<T, std::string>) {
-    return {{"type", "string"}};
-  } else if constexpr (IsVector<T>::value) {
-    return {{"type", "array"}, {"items", json_schema_of<typename T::value_type>()}};
-  } else if constexpr (State<T>) {
-    nlohmann::json properties = nlohmann::json::object();
-    nlohmann::json required = nlohmann::json::array();
-    for_each_field<T>([&](auto i) {
-      using V = typename field_t<T, i>::value_type;
-      const std::string name(field_t<T, i>::name);
-      properties[name] = json_schema_of<V>();
-      if (!IsOptional<V>::value) required.push_back(name);
-    });
-    return {{"type", "object"}, {"properties", properties}, {"required", required}};
-  } else {
-    return nlohmann::json::object();  // any JSON value
-  }
-}
-
 /// A tool function's return value as a ToolResult.
 template <class R>
 ToolResult to_tool_result(R&& value) {
@@ -176,7 +138,7 @@ Args parse_tool_args(const std::string& tool, const nlohmann::json& args) {
 template <State Args, class F>
 [[nodiscard]] Tool make_tool(std::string name, std::string description, F fn,
                              const std::map<std::string, std::string>& descriptions = {}) {
-  nlohmann::json schema = detail::json_schema_of<Args>();
+  nlohmann::json schema = json_schema_of<Args>();
   for (const auto& [arg, text] : descriptions) {
     if (!schema["properties"].contains(arg))
       throw Error(errc::kInvalidArgument,

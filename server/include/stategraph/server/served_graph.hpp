@@ -5,6 +5,7 @@
 #include <stategraph/core/async.hpp>
 #include <stategraph/core/compiled_graph.hpp>
 #include <stategraph/core/state_graph.hpp>
+#include <stategraph/core/type_schema.hpp>
 #include <stategraph/core/update.hpp>
 
 #include <nlohmann/json.hpp>
@@ -75,6 +76,10 @@ class ServedGraph {
 
   /// The drawing as LangGraph's `get_graph().to_json()` (GET /assistants/{id}/graph).
   [[nodiscard]] virtual nlohmann::json draw_json() const = 0;
+  /// The JSON Schemas of GET /assistants/{id}/schemas: `input_schema` (the state's fields, none
+  /// required: a run's input updates some of them), `output_schema` and `state_schema` (the
+  /// state), `config_schema` and `context_schema` (null: a C++ graph declares neither).
+  [[nodiscard]] virtual nlohmann::json schemas() const = 0;
   /// The drawing as Graphviz DOT (draw_dot), for render_graph_picture().
   [[nodiscard]] virtual std::string draw_dot() const = 0;
 
@@ -158,12 +163,26 @@ ServedSnapshot served_snapshot(StateSnapshot<S>&& s) {
           std::move(s.created_at), std::move(s.parent_config)};
 }
 
+/// ServedGraph::schemas() of a graph on state S.
+template <State S>
+nlohmann::json state_schemas() {
+  nlohmann::json state = json_schema_of<S>();
+  nlohmann::json input = state;
+  input.erase("required");
+  return {{"input_schema", std::move(input)},
+          {"output_schema", state},
+          {"state_schema", state},
+          {"config_schema", nullptr},
+          {"context_schema", nullptr}};
+}
+
 template <State S>
 class ServedCompiledGraph final : public ServedGraph {
  public:
   explicit ServedCompiledGraph(CompiledGraph<S> graph) : graph_(std::move(graph)) {}
 
   [[nodiscard]] nlohmann::json draw_json() const override { return graph_.draw_json(); }
+  [[nodiscard]] nlohmann::json schemas() const override { return state_schemas<S>(); }
   [[nodiscard]] std::string draw_dot() const override { return graph_.draw_dot(); }
 
   [[nodiscard]] std::shared_ptr<const ServedGraph> bind(
@@ -307,6 +326,7 @@ class ServedStateGraph final : public ServedGraph {
 
   // Unbound (compiled with the given options only): the server serves what bind() returns.
   [[nodiscard]] nlohmann::json draw_json() const override { return unbound_.draw_json(); }
+  [[nodiscard]] nlohmann::json schemas() const override { return state_schemas<S>(); }
   [[nodiscard]] std::string draw_dot() const override { return unbound_.draw_dot(); }
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
     return unbound_.checkpointer();
