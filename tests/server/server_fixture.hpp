@@ -102,6 +102,14 @@ inline std::vector<std::string> contents(const nlohmann::json& values) {
   return out;
 }
 
+/// The bytes of a POST of `body` to `path`, as a client writes them on a connection.
+inline std::string post_request_bytes(const std::string& path, const nlohmann::json& body) {
+  const std::string text = body.dump();
+  return "POST " + path +
+         " HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+         std::to_string(text.size()) + "\r\n\r\n" + text;
+}
+
 /// Writes `bytes` on a new connection and reads until the server closes it (or 5 s pass).
 inline std::string raw_exchange(std::uint16_t port, const std::string& bytes) {
   boost::asio::io_context io;

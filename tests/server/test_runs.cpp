@@ -385,15 +385,11 @@ TEST_CASE("server runs: the four multitask strategies under concurrent requests"
 TEST_CASE("server runs: a client that disconnects mid-stream cancels the run only when asked to") {
   Served s;
   const auto stream_then_close = [&](const std::string& t, const json& body) {
-    const std::string text = body.dump();
     boost::asio::io_context io;
     boost::asio::ip::tcp::socket socket(io);
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
-    const std::string request = "POST /threads/" + t +
-                                "/runs/stream HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                "application/json\r\nContent-Length: " +
-                                std::to_string(text.size()) + "\r\n\r\n" + text;
-    boost::asio::write(socket, boost::asio::buffer(request));
+    boost::asio::write(socket, boost::asio::buffer(sg::test::post_request_bytes(
+                                   "/threads/" + t + "/runs/stream", body)));
     std::string got;
     char chunk[4096];
     while (got.find("event: metadata") == std::string::npos) {
@@ -420,12 +416,8 @@ TEST_CASE("server runs: a wait sends its header while the run goes on, and its b
   const auto start_wait = [&](boost::asio::ip::tcp::socket& socket, const std::string& t,
                               const json& body) {
     socket.connect({boost::asio::ip::make_address("127.0.0.1"), s.server.port()});
-    const std::string text = body.dump();
-    const std::string request = "POST /threads/" + t +
-                                "/runs/wait HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                                "application/json\r\nContent-Length: " +
-                                std::to_string(text.size()) + "\r\n\r\n" + text;
-    boost::asio::write(socket, boost::asio::buffer(request));
+    boost::asio::write(socket, boost::asio::buffer(sg::test::post_request_bytes(
+                                   "/threads/" + t + "/runs/wait", body)));
     std::string got;
     char chunk[4096];
     while (got.find("\r\n\r\n") == std::string::npos) {
@@ -488,13 +480,10 @@ TEST_CASE("server runs: a wait sends its header while the run goes on, and its b
   }
   REQUIRE(sg::test::wait_for_field(s, "/threads/" + t, "status", "idle"));
   // A run that ends at once: header and body on a connection that stays usable.
-  const std::string text = run_body("quick").dump();
-  const std::string request = "POST /threads/" + t +
-                              "/runs/wait HTTP/1.1\r\nHost: x\r\nContent-Type: "
-                              "application/json\r\nContent-Length: " +
-                              std::to_string(text.size()) + "\r\n\r\n" + text;
   const std::string got = sg::test::raw_exchange(
-      s.server.port(), request + "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+      s.server.port(),
+      sg::test::post_request_bytes("/threads/" + t + "/runs/wait", run_body("quick")) +
+          "GET /ok HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
   CHECK(got.rfind("HTTP/1.1 200", 0) == 0);
   CHECK(got.find("\"echo: quick\"") != std::string::npos);
   CHECK(got.find("\r\n0\r\n\r\nHTTP/1.1 200") != std::string::npos);
