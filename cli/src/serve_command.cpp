@@ -41,6 +41,7 @@ struct ServeArgs {
   std::size_t sync_workers = 8;
   bool allow_public = false;
   double lease_seconds = 10;
+  double shutdown_grace = 10;
   std::vector<std::string> cors_origins;
   std::optional<ServeConfig> loaded;  // --config's file, read
 };
@@ -124,6 +125,8 @@ void serve(const ServeArgs& args) {
   options.threads = args.threads;
   options.max_runs = args.max_runs;
   options.sync_node_workers = args.sync_workers;
+  options.shutdown_grace =
+      std::chrono::milliseconds(static_cast<std::int64_t>(args.shutdown_grace * 1000));
   options.allow_public_without_key = args.allow_public;
   if (config && config->cors) options.cors = *config->cors;
   if (!args.cors_origins.empty()) options.cors.allow_origins = args.cors_origins;
@@ -238,6 +241,13 @@ void add_serve_command(CLI::App& app, Action& action) {
                   "another server process takes it over")
       ->envname("STATEGRAPH_RUN_LEASE")
       ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--shutdown-grace", args->shutdown_grace,
+                  "Seconds a SIGTERM lets executing runs finish (new ones get 503) before the "
+                  "rest are cancelled: interrupted with their checkpoints kept, or, on "
+                  "PostgreSQL, put back for another process")
+      ->envname("STATEGRAPH_SHUTDOWN_GRACE")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "

@@ -364,8 +364,8 @@ Api::~Api() {
   shutdown();
 }
 
-void Api::shutdown() {
-  if (runs_) runs_->shutdown();
+void Api::shutdown(std::chrono::milliseconds grace) {
+  if (runs_) runs_->shutdown(grace);
 }
 
 void Api::set_self(std::string base_url, std::string api_key) {

@@ -368,8 +368,9 @@ class Api {
   /// handle() may run on the io thread. Thread-safe.
   [[nodiscard]] ThreadPool* blocking_pool() const noexcept;
 
-  /// Cancels every run and waits for them (before the server stops).
-  void shutdown();
+  /// Lets executing runs go on for `grace` (no run starts, new ones are refused), then cancels
+  /// the rest and waits for them (before the server stops).
+  void shutdown(std::chrono::milliseconds grace = {});
   /// This server's address and API key, for run webhooks given as a path. Call after binding.
   void set_self(std::string base_url, std::string api_key);
 
@@ -449,8 +450,9 @@ class RunManager {
   [[nodiscard]] ThreadPool* blocking_pool() const noexcept;
   /// Forgets a deleted thread's runs. Throws ApiError 409 while busy.
   void remove_thread(const std::string& thread_id);
-  /// Cancels every run and waits for them.
-  void shutdown();
+  /// Lets executing runs go on for `grace` (no run starts, new ones are refused), then cancels
+  /// the rest and waits for them.
+  void shutdown(std::chrono::milliseconds grace = {});
   /// The webhooks of runs (a path is sent to `base_url` with `api_key`).
   [[nodiscard]] WebhookSender& webhooks() noexcept { return *webhooks_; }
 

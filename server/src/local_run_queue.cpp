@@ -363,6 +363,11 @@ void LocalRunQueue::remove_thread(const std::string& thread_id) {
   remove_run_records(thread_id);
 }
 
+void LocalRunQueue::close() {
+  std::lock_guard lock(mu_);
+  stopping_ = true;  // create() answers 503; a run that ends starts no pending one
+}
+
 void LocalRunQueue::stop() {
   {
     std::lock_guard lock(mu_);

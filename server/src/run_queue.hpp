@@ -139,6 +139,11 @@ class RunSlots {
     std::unique_lock lock(mu_);
     changed_.wait(lock, [&] { return executing_ == 0 && finishing_ == 0; });
   }
+  /// drain(), for at most `limit`; whether the runs drained.
+  bool drain_for(std::chrono::milliseconds limit) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, limit, [&] { return executing_ == 0 && finishing_ == 0; });
+  }
 
  private:
   const std::size_t max_;
@@ -237,6 +242,9 @@ class RunQueue {
   [[nodiscard]] virtual bool busy(const std::string& thread_id) = 0;
   /// Forgets a deleted thread's runs. Throws ApiError 409 while it has an active one.
   virtual void remove_thread(const std::string& thread_id) = 0;
+  /// The server is stopping (slots refuse already): refuses new runs that only this process
+  /// would execute; executing runs go on.
+  virtual void close() {}
   /// The server stops (slots refuse already): cancels what executes here.
   virtual void stop() = 0;
   /// After the runs drained: stops the queue's own threads.

@@ -167,8 +167,10 @@ RunManager::~RunManager() {
   shutdown();
 }
 
-void RunManager::shutdown() {
+void RunManager::shutdown(std::chrono::milliseconds grace) {
   slots_->stop();
+  queue_->close();
+  if (grace.count() > 0) (void)slots_->drain_for(grace);
   queue_->stop();
   slots_->drain();
   queue_->shutdown();

@@ -610,7 +610,7 @@ void Server::stop() {
   if (!impl_->running) return;
   // The runs execute on the server's threads: they are cancelled and waited for first, while
   // those threads still run them (requests meanwhile get 503).
-  impl_->api->shutdown();
+  impl_->api->shutdown(impl_->options.shutdown_grace);
   // The acceptor is not thread-safe: close it once no thread runs an io_context any more (its
   // pending accept then ends with operation_aborted if the server starts again).
   impl_->ios->stop();

@@ -543,3 +543,40 @@ TEST_CASE("stategraph new: a project's files, and no overwriting") {
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("cannot name a project") != std::string::npos);
 }
+
+TEST_CASE("stategraph serve: SIGTERM lets runs finish within --shutdown-grace, then interrupts") {
+  sg::test::TempDir dir;
+  const std::string db = (dir.path() / "db").string();
+  std::string quick;
+  std::string slow;
+  std::string quick_run;
+  std::string slow_run;
+  {
+    ServeProcess serve({"--db", db, "--shutdown-grace", "2"});
+    const auto start = [&](std::string& thread, const std::string& text) {
+      thread = json::parse(serve.post("/threads", json::object()).body)["thread_id"];
+      const auto run = serve.post("/threads/" + thread + "/runs",
+                                  {{"assistant_id", "agent"}, {"input", human(text)}});
+      REQUIRE(run.status == 200);
+      return json::parse(run.body)["run_id"].get<std::string>();
+    };
+    quick_run = start(quick, "sleep:300");
+    slow_run = start(slow, "sleep:60000");
+    for (int i = 0; i < 500; ++i) {
+      if (json::parse(serve.get("/threads/" + slow + "/runs/" + slow_run).body)["status"] ==
+          "running") {
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    serve.process().signal(SIGTERM);
+    CHECK(serve.process().wait() == 0);
+  }
+  ServeProcess serve({"--db", db});
+  CHECK(json::parse(serve.get("/threads/" + quick + "/runs/" + quick_run).body)["status"] ==
+        "success");
+  CHECK(contents(json::parse(serve.get("/threads/" + quick).body)["values"]).back() ==
+        "echo: sleep:300");
+  CHECK(json::parse(serve.get("/threads/" + slow + "/runs/" + slow_run).body)["status"] ==
+        "interrupted");
+}

@@ -2,7 +2,9 @@
 // modes, ids, Content-Location), join, the four multitask strategies under concurrent requests,
 // cancel during a slow node, a client that disconnects mid-stream, stateless runs, interrupts and
 // Command resume, state, history and update_state, the store endpoints, and bad input.
+#include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/server/server.hpp>
+#include <stategraph/store/memory_store.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <doctest/doctest.h>
@@ -831,4 +833,48 @@ TEST_CASE("server runs: resumable streams replay from Last-Event-ID, during and 
                                          {"Last-Event-ID: 0"})
                       .body)
             .empty());
+}
+
+TEST_CASE(
+    "server runs: stop() lets executing runs finish within the shutdown grace, then cancels "
+    "the rest") {
+  auto saver = std::make_shared<sg::InMemorySaver>();
+  auto records = std::make_shared<sg::InMemoryStore>();
+  const sg::ServerOptions options{
+      .shutdown_grace = std::chrono::milliseconds(1500), .checkpointer = saver, .records = records};
+  std::string quick_thread;
+  std::string quick_run;
+  std::string slow_thread;
+  std::string slow_run;
+  {
+    Served s(options);
+    const auto start = [&](const std::string& t, const std::string& text) {
+      return s.post_json("/threads/" + t + "/runs", run_body(text))["run_id"].get<std::string>();
+    };
+    quick_thread = s.new_thread();
+    slow_thread = s.new_thread();
+    quick_run = start(quick_thread, "sleep:400");
+    slow_run = start(slow_thread, "sleep:60000");
+    REQUIRE(sg::test::wait_for_field(s, "/threads/" + quick_thread + "/runs/" + quick_run, "status",
+                                     "running"));
+    REQUIRE(sg::test::wait_for_field(s, "/threads/" + slow_thread + "/runs/" + slow_run, "status",
+                                     "running"));
+    std::thread stopping([&] { s.server.stop(); });
+    // During the grace the server still answers, and refuses new runs.
+    int refused = 0;
+    for (int i = 0; i < 100 && refused == 0; ++i) {
+      const auto r = s.post("/threads/" + s.new_thread() + "/runs", run_body("late"));
+      if (r.status == 503) ++refused;
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    CHECK(refused == 1);
+    stopping.join();
+  }
+  Served again(options);  // the same records and checkpoints
+  CHECK(again.get_json("/threads/" + quick_thread + "/runs/" + quick_run)["status"] == "success");
+  CHECK(contents(again.get_json("/threads/" + quick_thread)["values"]).back() == "echo: sleep:400");
+  CHECK(again.get_json("/threads/" + slow_thread + "/runs/" + slow_run)["status"] == "interrupted");
+  CHECK(again.get_json("/threads/" + slow_thread)["status"] == "idle");
+  CHECK(contents(again.get_json("/threads/" + slow_thread)["values"]) ==
+        std::vector<std::string>{"sleep:60000"});  // its input's checkpoint is kept
 }

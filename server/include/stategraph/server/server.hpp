@@ -97,6 +97,10 @@ struct ServerOptions {
   /// Threads that run the plain (synchronous) nodes of every run (RunConfig::plain_node_pool),
   /// and the blocking database work of a cluster's runs.
   std::size_t sync_node_workers = 8;
+  /// How long stop() lets executing runs go on before it cancels them. Meanwhile no run starts
+  /// and new runs are refused (503); a cancelled run ends `interrupted` with its checkpoints
+  /// kept, or, with a cluster, goes back to the queue for another process.
+  std::chrono::milliseconds shutdown_grace{0};
   /// Where graphs given as a StateGraph keep their threads' checkpoints; null: an InMemorySaver.
   std::shared_ptr<Checkpointer> checkpointer{};
   /// The long-term memory of the /store endpoints and of graphs given as a StateGraph; null: an
