@@ -4,8 +4,8 @@
 // Command resume, state, history and update_state, the store endpoints, and bad input.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/server/server.hpp>
-#include <stategraph/store/memory_store.hpp>
 #include <stategraph/stategraph.hpp>
+#include <stategraph/store/memory_store.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
