@@ -43,7 +43,6 @@ struct ServeArgs {
   double lease_seconds = 10;
   double shutdown_grace = 10;
   std::vector<std::string> cors_origins;
-  std::optional<ServeConfig> loaded;  // --config's file, read
 };
 
 /// Blocks SIGINT and SIGTERM in every thread started from now on; serve() waits for them.
@@ -66,11 +65,11 @@ void raise_open_file_limit() {
   }
 }
 
-/// The graphs to serve: the configuration's, or every built-in one; only those `only` names
-/// when it names any. Each entry: its id, and how to add it to a server.
-void add_graphs(Server& server, const std::optional<ServeConfig>& config,
-                const std::vector<std::string>& only, const BuiltinGraphOptions& graph_options,
-                std::vector<std::string>& served) {
+/// Adds the graphs to serve to `server`: the configuration's, or every built-in one; only those
+/// `only` names when it names any. Returns their ids.
+std::vector<std::string> add_graphs(Server& server, const std::optional<ServeConfig>& config,
+                                    const std::vector<std::string>& only,
+                                    const BuiltinGraphOptions& graph_options) {
   std::vector<ConfiguredGraph> graphs;
   if (config) {
     graphs = config->graphs;
@@ -85,6 +84,7 @@ void add_graphs(Server& server, const std::optional<ServeConfig>& config,
                                        builtin_graph_names()));
     }
   }
+  std::vector<std::string> served;
   std::map<std::string, std::map<std::string, std::shared_ptr<const ServedGraph>>> libraries;
   for (const auto& graph : graphs) {
     if (!only.empty() && std::find(only.begin(), only.end(), graph.id) == only.end()) continue;
@@ -114,11 +114,11 @@ void add_graphs(Server& server, const std::optional<ServeConfig>& config,
     }
     served.push_back(graph.id);
   }
+  return served;
 }
 
-void serve(const ServeArgs& args) {
+void serve(const ServeArgs& args, const std::optional<ServeConfig>& config) {
   raise_open_file_limit();
-  const std::optional<ServeConfig>& config = args.loaded;
   ServerOptions options;
   options.host = args.host;
   options.port = args.port;
@@ -163,8 +163,7 @@ void serve(const ServeArgs& args) {
   graph_options.checkpointer = options.checkpointer;
   graph_options.store = options.store;
   Server server(options);
-  std::vector<std::string> served;
-  add_graphs(server, config, args.graphs, graph_options, served);
+  const std::vector<std::string> served = add_graphs(server, config, args.graphs, graph_options);
   const sigset_t stop_signals = block_stop_signals();
   server.start();
   std::cout << fmt::format("stategraph serve: {} (graphs: {}; data {}){}\n", server.url(),
@@ -256,9 +255,10 @@ void add_serve_command(CLI::App& app, Action& action) {
       "docs/server.md. Serving your own graphs: docs/deploy.md.");
   cmd->callback([&action, args, cmd] {
     action = [args, cmd] {
+      std::optional<ServeConfig> config;
       if (!args->config.empty()) {
-        ServeConfig config = read_serve_config(args->config);
-        apply_env(config.env);  // before anything reads the environment
+        config = read_serve_config(args->config);
+        apply_env(config->env);  // before anything reads the environment
         // The options the command line and the environment left unset, from the variables the
         // file's env set.
         for (CLI::Option* option : cmd->get_options()) {
@@ -269,7 +269,6 @@ void add_serve_command(CLI::App& app, Action& action) {
             option->run_callback();
           }
         }
-        args->loaded = std::move(config);
       }
       // As in LangGraph deployments: PORT and DATABASE_URI when no option or STATEGRAPH_*
       // variable sets them.
@@ -286,7 +285,7 @@ void add_serve_command(CLI::App& app, Action& action) {
           args->db = uri;
         }
       }
-      serve(*args);
+      serve(*args, config);
     };
   });
 }

@@ -75,20 +75,17 @@ CorsOptions read_cors(const json& cors) {
               {"allow_origins", "allow_origin_regex", "allow_headers", "expose_headers",
                "allow_credentials", "max_age"});
   CorsOptions out;
-  if (cors.contains("allow_origins")) {
-    out.allow_origins = string_list(cors["allow_origins"], "http.cors.allow_origins");
-  }
+  const auto list = [&](const char* key, std::vector<std::string>& into) {
+    if (cors.contains(key)) into = string_list(cors[key], std::string("http.cors.") + key);
+  };
+  list("allow_origins", out.allow_origins);
+  list("allow_headers", out.allow_headers);
+  list("expose_headers", out.expose_headers);
   if (cors.contains("allow_origin_regex")) {
     if (!cors["allow_origin_regex"].is_string()) {
       throw ConfigError{"http.cors.allow_origin_regex", "must be a string"};
     }
     out.allow_origin_regex = cors["allow_origin_regex"];
-  }
-  if (cors.contains("allow_headers")) {
-    out.allow_headers = string_list(cors["allow_headers"], "http.cors.allow_headers");
-  }
-  if (cors.contains("expose_headers")) {
-    out.expose_headers = string_list(cors["expose_headers"], "http.cors.expose_headers");
   }
   if (cors.contains("allow_credentials")) {
     if (!cors["allow_credentials"].is_boolean()) {

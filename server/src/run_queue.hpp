@@ -137,15 +137,18 @@ class RunSlots {
   /// Waits until no run executes and none is being finished.
   void drain() {
     std::unique_lock lock(mu_);
-    changed_.wait(lock, [&] { return executing_ == 0 && finishing_ == 0; });
+    changed_.wait(lock, [&] { return drained(); });
   }
   /// drain(), for at most `limit`; whether the runs drained.
   bool drain_for(std::chrono::milliseconds limit) {
     std::unique_lock lock(mu_);
-    return changed_.wait_for(lock, limit, [&] { return executing_ == 0 && finishing_ == 0; });
+    return changed_.wait_for(lock, limit, [&] { return drained(); });
   }
 
  private:
+  /// No run executes and none is being finished (mu_ held).
+  [[nodiscard]] bool drained() const { return executing_ == 0 && finishing_ == 0; }
+
   const std::size_t max_;
   mutable std::mutex mu_;
   std::condition_variable changed_;

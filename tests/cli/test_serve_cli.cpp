@@ -490,7 +490,7 @@ TEST_CASE("stategraph serve: options from STATEGRAPH_* variables, PORT and DATAB
   std::ofstream(dir.path() / "app.env") << "# settings\nexport STATEGRAPH_GRAPHS=echo\n";
   const std::string config = write_config(
       dir.path(),
-      {{"graphs", {{"echo", "builtin:agent"}, {"other", "builtin:echo"}}}, {"env", "app.env"}});
+      {{"graphs", {{"echo", "builtin:agent"}, {"other", "builtin:agent"}}}, {"env", "app.env"}});
   setenv("STATEGRAPH_CONFIG", config.c_str(), 1);
   setenv("DATABASE_URI", (dir.path() / "db").c_str(), 1);
   setenv("PORT", std::to_string(port).c_str(), 1);
