@@ -65,7 +65,6 @@ format-check: deps
 # compile commands, without building). Not the files that include the executor's coroutine parts (async.hpp, through
 # compiled_graph.hpp in the CLI): clang 14 does not give Boost.Asio its coroutine support.
 TIDY_SKIP := core/src/executor/async.cpp cli/src/demo_command.cpp cli/src/chat_command.cpp \
-  cli/src/serve_config.cpp \
   cli/src/builtin_graphs.cpp cli/src/graph_command.cpp cli/src/serve_command.cpp
 tidy: deps
 	cmake -S . -B build-tidy -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_UNITY_BUILD=OFF \

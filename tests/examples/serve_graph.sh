@@ -1,7 +1,7 @@
 #!/bin/sh
-# Runs examples/serve_graph on a free port, drives it over HTTP (a thread, a run, the thread's
-# state), stops it with SIGTERM, restarts it on the same directory and checks the thread is
-# still there. With the loopback model (sg-loopback-openai, the second argument) as its
+# Runs examples/serve_graph (sg::serve_main) on a free port, drives it over HTTP (a thread, a
+# run, the thread's state), stops it with SIGTERM, restarts it on the same directory and checks
+# the thread is still there. Then its command line: --graph, --help and a bad option. With the loopback model (sg-loopback-openai, the second argument) as its
 # OpenAI-compatible server, the "chat" graph's coroutine node answers a run too.
 set -eu
 prog=$1
@@ -17,10 +17,10 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$dir/out" ] && cat "$dir/out" >&2; exit 1; }
 start() {
-  "$prog" "$dir/data" 0 > "$dir/out" 2>&1 &
+  "$prog" --db "$dir/data" --port 0 "$@" > "$dir/out" 2>&1 &
   pid=$!
   for _ in $(seq 1 200); do
-    url=$(sed -n 's/^serving graph .agent. on \(http:.*\)$/\1/p' "$dir/out")
+    url=$(sed -n 's/^serve_graph: \(http:[^ ]*\) .*$/\1/p' "$dir/out")
     [ -n "$url" ] && return 0
     sleep 0.05
   done
@@ -30,7 +30,7 @@ stop() {
   kill -TERM "$pid"
   wait "$pid" || fail "exit status $?"
   pid=
-  grep -qx stopped "$dir/out" || fail "no 'stopped' line"
+  grep -qx "serve_graph: stopping" "$dir/out" || fail "no 'stopping' line"
 }
 "$model" --delay-ms 50 > "$dir/model.out" 2>&1 &
 model_pid=$!
@@ -42,6 +42,7 @@ done
 [ -n "$model_url" ] || fail "the loopback model did not start"
 export OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test
 start
+grep -q "(graphs: agent, chat; data in $dir/data)" "$dir/out" || fail "not both graphs"
 thread=$(curl -sf -X POST "$url/threads" -d '{}' | sed -n 's/.*"thread_id":"\([^"]*\)".*/\1/p')
 [ -n "$thread" ] || fail "no thread id"
 reply=$(curl -sf -X POST "$url/threads/$thread/runs/wait" \
@@ -56,4 +57,16 @@ start
 state=$(curl -sf "$url/threads/$thread/state")
 echo "$state" | grep -q '"content":"echo: hello"' || fail "the thread did not survive: $state"
 stop
+start --graph agent
+grep -q "(graphs: agent; data" "$dir/out" || fail "--graph agent served more"
+stop
+"$prog" --help | grep -q -- "--config" || fail "no --config in --help"
+status=0
+"$prog" --port > "$dir/out" 2>&1 || status=$?
+[ "$status" -eq 2 ] || fail "a bad option exits $status, not 2"
+grep -q "^serve_graph: .*(see --help)$" "$dir/out" || fail "no usage error line"
+status=0
+"$prog" --db "$dir/data" --graph nope > "$dir/out" 2>&1 || status=$?
+[ "$status" -eq 1 ] || fail "an unknown graph exits $status, not 1"
+grep -q "no built-in graph 'nope' (there are: agent, chat)" "$dir/out" || fail "no unknown-graph error"
 echo "serve_graph: ok"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-namespace sg::cli {
+namespace sg {
 
 /// One served graph: its id, and where it comes from.
 struct ConfiguredGraph {
@@ -40,4 +40,4 @@ struct ServeConfig {
 /// Sets `env`'s variables that the environment does not have yet.
 void apply_env(const std::map<std::string, std::string>& env);
 
-}  // namespace sg::cli
+}  // namespace sg

@@ -10,7 +10,7 @@
 #include <regex>
 #include <sstream>
 
-namespace sg::cli {
+namespace sg {
 namespace {
 
 using nlohmann::json;
@@ -186,4 +186,4 @@ void apply_env(const std::map<std::string, std::string>& env) {
   for (const auto& [key, value] : env) (void)setenv(key.c_str(), value.c_str(), 0);
 }
 
-}  // namespace sg::cli
+}  // namespace sg
