@@ -11,6 +11,8 @@
 #include <cctype>
 #include <limits>
 
+#include "crons.hpp"
+
 namespace sg::server {
 
 namespace {
@@ -133,6 +135,16 @@ bool contains(const json& object, const json& subset) {
     if (found == object.end() || *found != it.value()) return false;
   }
   return true;
+}
+
+std::string one_of(const json& body, const char* name, std::initializer_list<const char*> allowed) {
+  std::string value = string_field(body, name);
+  if (value.empty()) return *allowed.begin();
+  for (const char* a : allowed) {
+    if (value == a) return value;
+  }
+  throw ApiError{
+      422, fmt::format("'{}' must be one of {}, got '{}'", name, fmt::join(allowed, ", "), value)};
 }
 
 SearchPage search_page(const json& body, const std::vector<std::string>& sortable) {
@@ -358,13 +370,21 @@ Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
-      runs_(std::make_unique<RunManager>(*this, *threads_, std::move(records), limits, cluster)) {}
+      runs_(std::make_unique<RunManager>(*this, *threads_, records, limits, cluster)) {
+  Crons::SharedLock lock;
+  if (runs_->clustered()) {
+    lock = [runs = runs_.get()](const std::string& key) { return runs->lock_shared(key); };
+  }
+  crons_ = std::make_unique<Crons>(*this, *runs_, *threads_, std::move(records), std::move(lock));
+  crons_->start();
+}
 
 Api::~Api() {
   shutdown();
 }
 
 void Api::shutdown(std::chrono::milliseconds grace) {
+  if (crons_) crons_->stop();  // no cron creates a run from now on
   if (runs_) runs_->shutdown(grace);
 }
 
@@ -421,7 +441,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
   if (p.size() == 1 && p[0] == "info") {
     return json_response({{"version", kVersion},
                           {"context", "cpp"},
-                          {"flags", {{"assistants", true}, {"crons", false}}}});
+                          {"flags", {{"assistants", true}, {"crons", true}}}});
   }
   if (!p.empty() && p[0] == "threads") return route_threads(request);
   if (!p.empty() && p[0] == "store") return route_store(request);
@@ -434,8 +454,23 @@ ApiResponse Api::route(const ApiRequest& request) const {
       return runs_->create({}, request, RunFollow::Kind::result);
     }
     if (p.size() == 2 && p[1] == "cancel" && m == "POST") return runs_->cancel_many(request);
+    if (p.size() >= 2 && p[1] == "crons") return route_crons(request);
   }
   if (!p.empty() && p[0] == "assistants") return route_assistants(request);
+  throw no_route(request);
+}
+
+ApiResponse Api::route_crons(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  if (p.size() == 2) return crons_->create({}, request);
+  if (p.size() == 3 && p[2] == "search") return crons_->search(request);
+  if (p.size() == 3 && p[2] == "count") return crons_->count(request);
+  if (p.size() == 3 && m == "PATCH") return crons_->update(p[2], request);
+  if (p.size() == 3 && m == "DELETE") {
+    crons_->remove(p[2]);
+    return no_content();
+  }
   throw no_route(request);
 }
 

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -79,6 +80,11 @@ struct ApiError {
 /// 422 "'<name>' must be an array of <what>" otherwise.
 [[nodiscard]] std::vector<std::string> string_list_field(const nlohmann::json& body,
                                                          const char* name, std::string_view what);
+
+/// An optional string field of a request `body` that must be one of `allowed`; the first of them
+/// when absent or null. Throws ApiError 422 naming the field and the choices otherwise.
+[[nodiscard]] std::string one_of(const nlohmann::json& body, const char* name,
+                                 std::initializer_list<const char*> allowed);
 
 /// An optional integer field of a request `body` within [low, high]; `fallback` when absent or
 /// null. Throws ApiError 422 naming the field otherwise.
@@ -349,6 +355,7 @@ class AssistantRegistry {
 };
 
 class RunManager;
+class Crons;
 
 /// The API over the registered graphs. Thread-safe.
 class Api {
@@ -393,12 +400,14 @@ class Api {
   [[nodiscard]] ApiResponse delete_thread(const std::string& thread_id) const;
   [[nodiscard]] ApiResponse copy_thread(const std::string& thread_id) const;
   [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
+  [[nodiscard]] ApiResponse route_crons(const ApiRequest& request) const;
 
   std::vector<GraphEntry> graphs_;
   std::unique_ptr<AssistantRegistry> assistants_;
   std::unique_ptr<ThreadRegistry> threads_;
   std::shared_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
+  std::unique_ptr<Crons> crons_;
   mutable std::mutex pictures_mu_;
   mutable std::map<std::string, std::string> pictures_;  // graph_id -> SVG
 };
@@ -453,6 +462,10 @@ class RunManager {
   /// Lets executing runs go on for `grace` (no run starts, new ones are refused), then cancels
   /// the rest and waits for them.
   void shutdown(std::chrono::milliseconds grace = {});
+  /// Whether the runs are shared with other processes (a cluster).
+  [[nodiscard]] bool clustered() const noexcept { return clustered_; }
+  /// RunQueue::lock_shared: a lock of `key` across the processes of a cluster; null without one.
+  [[nodiscard]] std::shared_ptr<void> lock_shared(const std::string& key);
   /// The webhooks of runs (a path is sent to `base_url` with `api_key`).
   [[nodiscard]] WebhookSender& webhooks() noexcept { return *webhooks_; }
 

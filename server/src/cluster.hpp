@@ -62,6 +62,9 @@ class PostgresRunQueue final : public RunQueue {
   void remove(const std::string& thread_id, const std::string& run_id) override;
   [[nodiscard]] bool busy(const std::string& thread_id) override;
   void remove_thread(const std::string& thread_id) override;
+  /// A PostgreSQL advisory lock of `key` (a session lock on a connection of the pool, which the
+  /// handle gives back).
+  [[nodiscard]] std::shared_ptr<void> lock_shared(const std::string& key) override;
   /// Stops the runs executing here (the server stops): they go back to the queue, and another
   /// process continues them.
   void stop() override;

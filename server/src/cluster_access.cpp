@@ -64,6 +64,10 @@ std::shared_ptr<RunChannel> PostgresRunQueue::follow_remote(const std::string& r
 }
 
 std::shared_ptr<void> PostgresRunQueue::lock_thread_record(const std::string& thread_id) {
+  return lock_shared("sg_thread_record:" + thread_id);
+}
+
+std::shared_ptr<void> PostgresRunQueue::lock_shared(const std::string& key) {
   // A session lock on a connection of the pool, released (and the connection given back) with
   // the handle; a broken connection takes its lock with it.
   struct Held {
@@ -74,15 +78,13 @@ std::shared_ptr<void> PostgresRunQueue::lock_thread_record(const std::string& th
     Held& operator=(const Held&) = delete;
     ~Held() {
       try {
-        (void)lease->exec(
-            "SELECT pg_advisory_unlock(hashtextextended('sg_thread_record:' || $1, 0))", key);
+        (void)lease->exec("SELECT pg_advisory_unlock(hashtextextended($1, 0))", key);
       } catch (const std::exception&) {
       }
     }
   };
-  auto held = std::make_shared<Held>(pool_.acquire(), pg::Params().text(thread_id));
-  (void)held->lease->exec("SELECT pg_advisory_lock(hashtextextended('sg_thread_record:' || $1, 0))",
-                          held->key);
+  auto held = std::make_shared<Held>(pool_.acquire(), pg::Params().text(key));
+  (void)held->lease->exec("SELECT pg_advisory_lock(hashtextextended($1, 0))", held->key);
   return held;
 }
 

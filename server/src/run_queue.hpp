@@ -245,6 +245,11 @@ class RunQueue {
   [[nodiscard]] virtual bool busy(const std::string& thread_id) = 0;
   /// Forgets a deleted thread's runs. Throws ApiError 409 while it has an active one.
   virtual void remove_thread(const std::string& thread_id) = 0;
+  /// Holds a lock of `key` that every server process on the queue shares, until the handle is
+  /// released; null when the queue is this process's alone.
+  [[nodiscard]] virtual std::shared_ptr<void> lock_shared(const std::string& /*key*/) {
+    return nullptr;
+  }
   /// The server is stopping (slots refuse already): refuses new runs that only this process
   /// would execute; executing runs go on.
   virtual void close() {}

@@ -50,16 +50,6 @@ std::vector<std::string> node_list_field(const json& body, const char* name) {
   return string_list_field(body, name, "node names");
 }
 
-std::string one_of(const json& body, const char* name, std::initializer_list<const char*> allowed) {
-  std::string value = string_field(body, name);
-  if (value.empty()) return *allowed.begin();
-  for (const char* a : allowed) {
-    if (value == a) return value;
-  }
-  throw ApiError{
-      422, fmt::format("'{}' must be one of {}, got '{}'", name, fmt::join(allowed, ", "), value)};
-}
-
 /// The configuration of a run from a create `body` over its `assistant`'s (the run's keys win):
 /// fills `config` and returns its `configurable`. Throws ApiError 422 for a bad field.
 json read_config(const json& body, const json& assistant, RunConfig& config) {
@@ -178,6 +168,10 @@ void RunManager::shutdown(std::chrono::milliseconds grace) {
 
 bool RunManager::busy(const std::string& thread_id) const {
   return queue_->busy(thread_id);
+}
+
+std::shared_ptr<void> RunManager::lock_shared(const std::string& key) {
+  return queue_->lock_shared(key);
 }
 
 ThreadPool* RunManager::blocking_pool() const noexcept {

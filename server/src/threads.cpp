@@ -13,6 +13,7 @@
 #include <limits>
 
 #include "api.hpp"
+#include "crons.hpp"
 
 namespace sg::server {
 
@@ -343,6 +344,7 @@ json Api::thread_view(json thread) const {
 ApiResponse Api::delete_thread(const std::string& thread_id) const {
   const json thread = threads_->require(thread_id);
   runs_->remove_thread(thread_id);  // 409 while a run is active
+  crons_->remove_thread(thread_id);
   if (const GraphEntry* graph = thread_graph(thread)) {
     if (graph->graph->checkpointer()) graph->graph->delete_thread(thread_id);
   }
@@ -387,6 +389,7 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
       RunManager& runs = *runs_;
       if (p[2] == "stream" && p.size() == 3 && m == "GET") return runs.join_thread(p[1], request);
       if (p.size() == 3 && m == "POST") return runs.create(p[1], request, std::nullopt);
+      if (p.size() == 4 && p[3] == "crons") return crons_->create(p[1], request);
       if (p.size() == 3 && m == "GET") return runs.list(p[1], request);
       if (p.size() == 4 && m == "POST" && p[3] == "stream") {
         return runs.create(p[1], request, RunFollow::Kind::stream);

@@ -1562,6 +1562,105 @@ describe("stateless runs (§2.4)", () => {
   });
 });
 
+describe("crons (client.crons)", { skip: REFERENCE && "the JS dev server serves no crons" }, () => {
+  it("createForThread runs on its schedule; search, count, update and delete", async () => {
+    const thread = await client.threads.create({ metadata: { suite: SUITE } });
+    const cron = await client.crons.createForThread(thread.thread_id, GRAPH_ID, {
+      schedule: "* * * * * *", // every second (croniter's sixth field)
+      input: human("cron"),
+      multitaskStrategy: "enqueue",
+      metadata: { suite: SUITE, kind: "thread" },
+    });
+    assert.ok(isUuid(cron.cron_id));
+    assert.equal(cron.thread_id, thread.thread_id);
+    assert.equal(cron.assistant_id, await uuid5(NAMESPACE_GRAPH, GRAPH_ID));
+    assert.equal(cron.schedule, "* * * * * *");
+    assert.equal(cron.enabled, true);
+    assert.ok(Date.parse(cron.next_run_date) > Date.parse(cron.created_at) - 1000);
+    await poll(
+      "two runs made by the cron",
+      () => client.runs.list(thread.thread_id),
+      (runs) => runs.filter((r) => r.status === "success").length >= 2,
+    );
+    const state = await client.threads.getState(thread.thread_id);
+    assert.deepEqual(texts(state.values).slice(0, 2), ["human:cron", "ai:echo: cron"]);
+
+    const found = await client.crons.search({ threadId: thread.thread_id });
+    assert.deepEqual(
+      found.map((c) => c.cron_id),
+      [cron.cron_id],
+    );
+    assert.equal(await client.crons.count({ threadId: thread.thread_id }), 1);
+    assert.equal(await client.crons.count({ metadata: { suite: SUITE, kind: "thread" } }), 1);
+    const selected = await client.crons.search({
+      threadId: thread.thread_id,
+      select: ["cron_id", "schedule"],
+    });
+    assert.deepEqual(selected, [{ cron_id: cron.cron_id, schedule: "* * * * * *" }]);
+
+    const updated = await client.crons.update(cron.cron_id, {
+      schedule: "0 9 * * *",
+      timezone: "Europe/Paris",
+      enabled: false,
+    });
+    assert.equal(updated.schedule, "0 9 * * *");
+    assert.equal(updated.timezone, "Europe/Paris");
+    assert.equal(updated.enabled, false);
+    assert.equal(updated.next_run_date, null);
+    assert.equal((await client.crons.search({ threadId: thread.thread_id, enabled: true })).length, 0);
+
+    await client.crons.delete(cron.cron_id);
+    assert.equal(await client.crons.count({ threadId: thread.thread_id }), 0);
+    await expectHttpError(client.crons.delete(cron.cron_id), [404], "a deleted cron");
+  });
+
+  it("create: a stateless cron keeps its schedule, time zone and end time", async () => {
+    const end = new Date(Date.now() + 8 * 86_400_000).toISOString(); // a weekday comes first
+    const cron = await client.crons.create(GRAPH_ID, {
+      schedule: "30 8 * * MON-FRI",
+      timezone: "America/New_York",
+      endTime: end,
+      input: human("weekday"),
+      onRunCompleted: "keep",
+      metadata: { suite: SUITE, kind: "stateless" },
+    });
+    assert.equal(cron.thread_id, null);
+    assert.equal(cron.on_run_completed, "keep");
+    assert.equal(Date.parse(cron.end_time), Math.floor(Date.parse(end) / 1000) * 1000);
+    // 08:30 in New York is 12:30 or 13:30 UTC.
+    const next = new Date(cron.next_run_date);
+    assert.equal(next.getUTCMinutes(), 30, `next at ${cron.next_run_date}`);
+    assert.ok([12, 13].includes(next.getUTCHours()), `next at ${cron.next_run_date}`);
+    assert.ok(![0, 6].includes(next.getUTCDay()), `next at ${cron.next_run_date}`);
+    assert.ok(next.getTime() > Date.now() && next.getTime() <= Date.parse(end));
+    assert.equal(await client.crons.count({ metadata: { suite: SUITE, kind: "stateless" } }), 1);
+    await client.crons.delete(cron.cron_id);
+  });
+
+  it("a bad schedule, time zone or assistant is refused", async () => {
+    await expectHttpError(
+      client.crons.create(GRAPH_ID, { schedule: "every day" }),
+      [422],
+      "a schedule that is not cron syntax",
+    );
+    await expectHttpError(
+      client.crons.create(GRAPH_ID, { schedule: "0 9 * * *", timezone: "Mars/Olympus" }),
+      [422],
+      "an unknown time zone",
+    );
+    await expectHttpError(
+      client.crons.create(uniqueLabel("no-such-graph"), { schedule: "0 9 * * *" }),
+      [404],
+      "an unknown assistant",
+    );
+    await expectHttpError(
+      client.crons.createForThread(crypto.randomUUID(), GRAPH_ID, { schedule: "0 9 * * *" }),
+      [404],
+      "an unknown thread",
+    );
+  });
+});
+
 describe("interrupts", () => {
   it("interrupt_before echo stops before the node; input null continues", async () => {
     const t = await newThread();

@@ -298,3 +298,33 @@ TEST_CASE("cluster: a join-stream gets the events of a run another server execut
   }
   (void)a.post("/threads/" + busy_thread + "/runs/" + busy_id + "/cancel?wait=1", "");
 }
+
+TEST_CASE("cluster: a cron due every second runs once each time across two servers") {
+  SG_REQUIRE_POSTGRES();
+  sg::test::PostgresCluster cluster;
+  Served a(cluster_options(cluster.conninfo()));
+  Served b(cluster_options(cluster.conninfo()));
+  const std::string thread_id = a.new_thread();
+  const auto now_seconds = [] {
+    return std::chrono::duration_cast<std::chrono::seconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+  const auto created = now_seconds();
+  const json cron =
+      b.post_json("/threads/" + thread_id + "/runs/crons", {{"assistant_id", "agent"},
+                                                            {"schedule", "* * * * * *"},
+                                                            {"input", human_input("tick")},
+                                                            {"multitask_strategy", "enqueue"}});
+  const std::string path = "/threads/" + thread_id + "/runs?limit=100";
+  REQUIRE(eventually([&] { return a.get_json(path).size() >= 6; }, std::chrono::seconds(20)));
+  const auto r = sg::test::http_request(
+      "PATCH", a.server.url() + "/runs/crons/" + cron["cron_id"].get<std::string>(),
+      json{{"enabled", false}}.dump());
+  REQUIRE(r.status == 200);
+  // Each due second made at most one run (a late one may be made in the next second).
+  const auto disabled = now_seconds() + 1;
+  CHECK(b.get_json(path).size() <= static_cast<std::size_t>(disabled - created));
+  CHECK(eventually([&] { return a.get_json("/threads/" + thread_id)["status"] == "idle"; }));
+  for (const auto& run : a.get_json(path)) CHECK(run["status"] == "success");
+}
