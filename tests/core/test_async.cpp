@@ -589,6 +589,46 @@ TEST_CASE("both forms: messages mode carries streamed chunks and the messages no
   }
 }
 
+TEST_CASE("messages mode: a message a node returns without an id streams with the id it keeps") {
+  // LangGraph names such a message as it streams it (StreamMessagesHandler): the messages event,
+  // the updates event and the thread's state show one id. Without messages mode, add_messages
+  // names it in the state and the updates show none.
+  sg::StateGraph<sg::MessagesState> g;
+  g.add_node("reply", [](const sg::MessagesState& s) {
+    return sg::set<&sg::MessagesState::messages>(sg::ai("re: " + s.messages.back().text()));
+  });
+  g.add_edge(sg::START, "reply").add_edge("reply", sg::END);
+  const auto app = g.compile({.checkpointer = std::make_shared<sg::InMemorySaver>()});
+  for (const bool with_messages : {true, false}) {
+    CAPTURE(with_messages);
+    sg::RunConfig config;
+    config.thread_id = with_messages ? "named" : "plain";
+    std::string streamed;
+    nlohmann::json updated;
+    sg::StreamModes modes = sg::StreamMode::updates;
+    if (with_messages) modes = modes | sg::StreamMode::messages;
+    app.stream(sg::set<&sg::MessagesState::messages>(sg::human("hi", "h-1")), config, modes,
+               [&](const sg::StreamEvent<sg::MessagesState>& e) {
+                 if (e.mode == sg::StreamMode::messages) streamed = e.message->message.id;
+                 if (e.mode == sg::StreamMode::updates) {
+                   const auto& slot = e.update->slot<0>();  // messages
+                   REQUIRE(slot.has_value());
+                   const std::string& id = std::get<0>(*slot).items().at(0).id;
+                   updated = id.empty() ? nlohmann::json() : nlohmann::json(id);
+                 }
+               });
+    const std::string kept = app.get_state(config)->values.messages.back().id;
+    CHECK_FALSE(kept.empty());
+    if (with_messages) {
+      CHECK(streamed == kept);
+      CHECK(updated == kept);
+    } else {
+      CHECK(streamed.empty());
+      CHECK(updated.is_null());
+    }
+  }
+}
+
 TEST_CASE("ainvoke with a plain_node_pool: a blocking plain node holds none of the executor") {
   // One io_context thread, two runs. Run "a" has a plain node that blocks until run "b"'s
   // coroutine node has run: on the io thread it would wait forever (b could not start), on the

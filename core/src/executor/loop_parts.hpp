@@ -78,7 +78,7 @@ namespace sg::detail {
   if (streams(StreamMode::updates)) {
     // Tasks whose writes were saved before are not run again; their updates are streamed as
     // cached (LangGraph replays them at the start of the step).
-    for (const Task& t : tasks_) {
+    for (Task& t : tasks_) {
       if (t.restored) emit_task_finished(t, /*replayed=*/true);
     }
   }

@@ -116,7 +116,10 @@ void ExecutorCore::emit_task_messages(const Task& t) {
 }
 
 /// Streams a finished task: its update (updates mode) and its result (debug mode).
-void ExecutorCore::emit_task_finished_now(const Task& t, bool replayed) {
+void ExecutorCore::emit_task_finished_now(Task& t, bool replayed) {
+  if (streams(StreamMode::messages) && t.has_output && t.interrupts.empty() && !t.error &&
+      !replayed)
+    name_new_messages(t);  // before the updates, the messages and the saved writes read them
   if (streams(StreamMode::updates) && t.has_output && t.interrupts.empty() && !t.error)
     emit_task_updates(t, t.cached || replayed);
   if (streams(StreamMode::messages) && t.has_output && t.interrupts.empty() && !t.error &&

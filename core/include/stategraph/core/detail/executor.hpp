@@ -8,6 +8,9 @@
 #include <stategraph/core/detail/field_codec.hpp>
 #include <stategraph/core/detail/graph_def.hpp>
 #include <stategraph/core/detail/typed_task.hpp>
+#include <stategraph/core/list_update.hpp>
+#include <stategraph/core/message.hpp>
+#include <stategraph/core/uuid.hpp>
 
 #include <array>
 #include <memory>
@@ -252,6 +255,26 @@ class Executor final : public ExecutorCore {
       set_output(t, def_->fns[node](input, ctx));
     }
     collect_extras(t.info, out(t), t.go_to);
+  }
+
+  void name_new_messages(Task& t) override {
+    Output& o = out(t);
+    const auto name = [](Update<S>& u) {
+      for_each_field<S>([&](auto i) {
+        if constexpr (std::is_same_v<typename field_t<S, i>::update_type, ListUpdate<Message>>) {
+          auto& slot = u.template slot<i>();
+          if (!slot) return;
+          auto* list = std::get_if<0>(&*slot);
+          if (list == nullptr || list->is_keep()) return;
+          for (Message& m : list->items()) {
+            if (m.id.empty()) m.id = new_uuid4();
+          }
+        }
+      });
+    };
+    for (auto& u : o.pushed) name(u);
+    name(o.update);
+    for (auto& u : o.more) name(u);
   }
 
   bool take_parent_command(Task& t, ParentCommand& pc) override {

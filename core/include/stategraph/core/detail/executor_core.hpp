@@ -421,10 +421,10 @@ class ExecutorCore {
     if (saver_ && streams(StreamMode::debug)) emit_debug_checkpoint_now(start_next);
   }
   void emit_debug_checkpoint_now(bool start_next);
-  void emit_task_finished(const Task& t, bool replayed = false) {
+  void emit_task_finished(Task& t, bool replayed = false) {
     if (stream_) emit_task_finished_now(t, replayed);
   }
-  void emit_task_finished_now(const Task& t, bool replayed);
+  void emit_task_finished_now(Task& t, bool replayed);
   /// LangGraph's task result: a channel written more than once shows {"$writes": [...]}.
   static void add_result_write(nlohmann::json& result, const std::string& channel,
                                const nlohmann::json& value);
@@ -434,6 +434,10 @@ class ExecutorCore {
   virtual void tasks_resized() = 0;
   /// Runs task `t`'s node on the step's state and sets its output (with what it pushed).
   virtual void call_node(Task& t, Context& ctx) = 0;
+  /// Gives each message of task `t`'s output that has no id a new one (a UUID), as LangGraph
+  /// names the messages of a node it streams: the messages stream, the updates and the state
+  /// then show the same id.
+  virtual void name_new_messages(Task& t) = 0;
   /// Sets the output of `t` from a subgraph's Command to this graph; false when it carries an
   /// update of another state type.
   virtual bool take_parent_command(Task& t, ParentCommand& command) = 0;
