@@ -51,9 +51,9 @@ endif()
 message(STATUS "models_consumer printed: ${last_output}")
 
 # A project from the installed `stategraph new`, built against the package (its graph library
-# and its test), tested, and served by the installed binary with its stategraph.json: it starts
-# and serves the library's graph (stopped by the timeout; tests/cli serves a graph library over
-# HTTP).
+# and its test), tested, and served by the installed binary with its stategraph.json, where
+# real clients drive its graph: a useStream page on another origin in chromium and LangGraph.js's
+# RemoteGraph (tests/ui/run-ui.sh; tests/cli serves a graph library over HTTP too).
 run(${prefix}/bin/stategraph new ${WORK_DIR}/myagent)
 run(${CMAKE_COMMAND} -S ${WORK_DIR}/myagent -B ${WORK_DIR}/myagent/build -G ${GENERATOR}
     -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
@@ -61,10 +61,8 @@ run(${CMAKE_COMMAND} -S ${WORK_DIR}/myagent -B ${WORK_DIR}/myagent/build -G ${GE
     "-DCMAKE_MODULE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/myagent/build)
 run(${CMAKE_CTEST_COMMAND} --test-dir ${WORK_DIR}/myagent/build --output-on-failure)
-execute_process(COMMAND ${prefix}/bin/stategraph serve --in-memory --port 0
-                        --config ${WORK_DIR}/myagent/stategraph.json
-                TIMEOUT 6 OUTPUT_VARIABLE served ERROR_VARIABLE served_err)
-if(NOT served MATCHES "stategraph serve: http://127.0.0.1:[0-9]+ \\(graphs: agent;")
-  message(FATAL_ERROR "the installed stategraph did not serve the new project:\n${served}\n${served_err}")
-endif()
-message(STATUS "the installed stategraph served the new project: ${served}")
+# Its graph "agent" answers "you said: TEXT" without a model.
+run(${CMAKE_COMMAND} -E env UI_ASSISTANT_ID=agent "UI_REPLY_PREFIX=you said: " UI_SLOW_INPUT=
+    ${SOURCE_DIR}/tests/ui/run-ui.sh ${prefix}/bin/stategraph
+    --config ${WORK_DIR}/myagent/stategraph.json)
+message(STATUS "real clients drove the new project served by the installed stategraph: ${last_output}")

@@ -112,7 +112,7 @@ TEST_CASE("cron schedule: ISO 8601 times") {
   CHECK_FALSE(parse_iso_time("2026-11-28T12:00:00Zjunk").has_value());
 }
 
-TEST_CASE("crons: a thread's cron runs on time; search, count, update, delete") {
+TEST_CASE("crons: a thread's cron runs on time, and search, count, update and delete work") {
   Served s;
   const std::string thread_id = s.new_thread();
   const auto runs_of = [&](const std::string& id) {
