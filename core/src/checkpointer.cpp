@@ -185,4 +185,25 @@ CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& sou
   return saver.put_all({std::move(put)}).front();
 }
 
+std::vector<std::string> prune_idle_threads(Checkpointer& saver,
+                                            std::chrono::system_clock::duration idle,
+                                            PruneStrategy strategy,
+                                            std::chrono::system_clock::time_point now) {
+  const std::int64_t cutoff =
+      std::chrono::duration_cast<std::chrono::microseconds>((now - idle).time_since_epoch())
+          .count();
+  std::vector<std::string> idle_threads;
+  for (const std::string& thread_id : saver.threads()) {
+    const auto newest = saver.list(
+        {.thread_id = thread_id, .checkpoint_ns = "", .limit = 2, .include_values = false});
+    if (newest.empty()) continue;
+    const std::optional<std::int64_t> written = parse_iso_timestamp(newest.front().checkpoint.ts);
+    if (!written || *written > cutoff) continue;
+    if (strategy == PruneStrategy::keep_latest && newest.size() < 2) continue;
+    idle_threads.push_back(thread_id);
+  }
+  if (!idle_threads.empty()) saver.prune(idle_threads, strategy);
+  return idle_threads;
+}
+
 }  // namespace sg

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <array>
+#include <cctype>
+#include <charconv>
 #include <chrono>
 #include <ctime>
 #include <string_view>
@@ -80,6 +82,66 @@ std::string iso_timestamp_now(std::chrono::microseconds from_now) {
                             std::chrono::system_clock::now().time_since_epoch()) +
                         from_now)
                            .count());
+}
+
+std::optional<std::int64_t> parse_iso_timestamp(std::string_view text) {
+  // YYYY-MM-DD[(T| )HH:MM:SS[.fraction][Z|(+|-)HH:MM]]
+  std::size_t at = 0;
+  const auto number = [&](std::size_t digits, int& out) {
+    if (at + digits > text.size()) return false;
+    const char* first = text.data() + at;
+    const auto [end, ec] = std::from_chars(first, first + digits, out);
+    at += digits;
+    return ec == std::errc() && end == first + digits;
+  };
+  const auto literal = [&](char c) {
+    if (at >= text.size() || text[at] != c) return false;
+    ++at;
+    return true;
+  };
+  int y = 0;
+  int mo = 0;
+  int d = 0;
+  if (!number(4, y) || !literal('-') || !number(2, mo) || !literal('-') || !number(2, d)) {
+    return std::nullopt;
+  }
+  const std::chrono::year_month_day ymd{std::chrono::year{y},
+                                        std::chrono::month(static_cast<unsigned>(mo)),
+                                        std::chrono::day(static_cast<unsigned>(d))};
+  if (!ymd.ok()) return std::nullopt;
+  std::int64_t micros = std::chrono::duration_cast<std::chrono::microseconds>(
+                            std::chrono::sys_days(ymd).time_since_epoch())
+                            .count();
+  if (at == text.size()) return micros;
+  int h = 0;
+  int mi = 0;
+  int sec = 0;
+  if (!(literal('T') || literal(' ')) || !number(2, h) || !literal(':') || !number(2, mi) ||
+      !literal(':') || !number(2, sec) || h > 23 || mi > 59 || sec > 60) {
+    return std::nullopt;
+  }
+  micros += ((static_cast<std::int64_t>(h) * 60 + mi) * 60 + sec) * 1000000;
+  if (literal('.')) {
+    const std::size_t first = at;
+    std::int64_t scale = 100000;
+    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0) {
+      micros += (text[at] - '0') * scale;  // digits past microseconds add 0
+      scale /= 10;
+      ++at;
+    }
+    if (at == first) return std::nullopt;
+  }
+  if (at == text.size()) return micros;
+  if (literal('Z') || literal('z')) return at == text.size() ? std::optional(micros) : std::nullopt;
+  const char sign = text[at++];
+  int oh = 0;
+  int om = 0;
+  if ((sign != '+' && sign != '-') || !number(2, oh) || !literal(':') || !number(2, om) ||
+      at != text.size() || oh > 23 || om > 59) {
+    return std::nullopt;
+  }
+  const std::int64_t offset = (static_cast<std::int64_t>(oh) * 60 + om) * 60 * 1000000;
+  return sign == '+' ? micros - offset : micros + offset;
 }
 
 }  // namespace sg

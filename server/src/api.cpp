@@ -12,6 +12,7 @@
 #include <limits>
 
 #include "crons.hpp"
+#include "periodic.hpp"
 
 namespace sg::server {
 
@@ -267,6 +268,11 @@ const Namespace& active_runs_namespace() {
   return ns;
 }
 
+const Namespace& thread_ttls_namespace() {
+  static const Namespace ns{"stategraph", "thread_ttls"};
+  return ns;
+}
+
 const Namespace& assistants_namespace() {
   static const Namespace ns{"stategraph", "assistants"};
   return ns;
@@ -365,7 +371,8 @@ json body_object(const ApiRequest& request) {
 }
 
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
-         std::shared_ptr<Store> store, RunLimits limits, const ClusterOptions* cluster)
+         std::shared_ptr<Store> store, RunLimits limits, const ClusterOptions* cluster,
+         ThreadTtlOptions ttl)
     : graphs_(std::move(graphs)),
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
@@ -377,6 +384,10 @@ Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
   }
   crons_ = std::make_unique<Crons>(*this, *runs_, *threads_, std::move(records), std::move(lock));
   crons_->start();
+  ttl_ = ttl;
+  sweeper_ = std::make_unique<Periodic>();
+  sweeper_->start(std::max(ttl_.sweep_interval, std::chrono::milliseconds(1)),
+                  [this] { (void)sweep_expired_threads(std::chrono::system_clock::now()); });
 }
 
 Api::~Api() {
@@ -384,6 +395,7 @@ Api::~Api() {
 }
 
 void Api::shutdown(std::chrono::milliseconds grace) {
+  if (sweeper_) sweeper_->stop();
   if (crons_) crons_->stop();  // no cron creates a run from now on
   if (runs_) runs_->shutdown(grace);
 }

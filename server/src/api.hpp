@@ -241,8 +241,11 @@ class ThreadRegistry {
   /// spares a cluster's "busy" a read when `metadata` changes nothing.
   void set_status(const std::string& thread_id, std::string_view status,
                   const nlohmann::json& metadata = nullptr, const nlohmann::json* known = nullptr);
-  /// Removes the record; false when there was none.
+  /// Removes the record (and the thread's TTL); false when there was none.
   bool remove_record(const std::string& thread_id);
+  /// Every thread's own TTL ({"ttl": minutes, "strategy": "delete" or "keep_latest"}), by
+  /// thread id: set by a `ttl` of POST /threads or PATCH /threads/{id}.
+  [[nodiscard]] std::map<std::string, nlohmann::json> ttls() const;
   /// The records that pass the filters of a POST /threads/search body (not paged).
   [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
   /// Every record (for the start-up sweep).
@@ -356,6 +359,7 @@ class AssistantRegistry {
 
 class RunManager;
 class Crons;
+class Periodic;
 
 /// The API over the registered graphs. Thread-safe.
 class Api {
@@ -363,7 +367,7 @@ class Api {
   /// `records` keeps threads and runs; `store` serves /store; runs execute within `limits`,
   /// queued in PostgreSQL for many processes when `cluster` is given.
   Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
-      RunLimits limits, const ClusterOptions* cluster = nullptr);
+      RunLimits limits, const ClusterOptions* cluster = nullptr, ThreadTtlOptions ttl = {});
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -387,6 +391,10 @@ class Api {
   [[nodiscard]] const GraphEntry* thread_graph(const nlohmann::json& thread) const;
   /// The Thread object of a record, with `values` and `interrupts` of its latest checkpoint.
   [[nodiscard]] nlohmann::json thread_view(nlohmann::json thread) const;
+  /// Deletes, or prunes to their newest checkpoints, the threads whose TTL (their own, or
+  /// ThreadTtlOptions::default_ttl) passed at `now` without a change; not those with a run in
+  /// progress. Returns how many. The sweep calls it every ThreadTtlOptions::sweep_interval.
+  std::size_t sweep_expired_threads(std::chrono::system_clock::time_point now) const;
 
  private:
   [[nodiscard]] ApiResponse route(const ApiRequest& request) const;
@@ -399,6 +407,11 @@ class Api {
                                                const nlohmann::json& thread) const;
   [[nodiscard]] ApiResponse delete_thread(const std::string& thread_id) const;
   [[nodiscard]] ApiResponse copy_thread(const std::string& thread_id) const;
+  /// POST /threads/prune {thread_ids, strategy: delete (default) or keep_latest}.
+  [[nodiscard]] ApiResponse prune_threads(const ApiRequest& request) const;
+  /// Prunes one thread with `strategy` (its record, checkpoints and crons go with delete_all);
+  /// false when it does not exist or has a run in progress.
+  bool prune_thread(const std::string& thread_id, PruneStrategy strategy) const;
   [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_crons(const ApiRequest& request) const;
 
@@ -408,6 +421,8 @@ class Api {
   std::shared_ptr<Store> store_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<Crons> crons_;
+  ThreadTtlOptions ttl_;
+  std::unique_ptr<Periodic> sweeper_;  // of expired threads
   mutable std::mutex pictures_mu_;
   mutable std::map<std::string, std::string> pictures_;  // graph_id -> SVG
 };
@@ -507,6 +522,8 @@ class RunManager {
 [[nodiscard]] Namespace runs_namespace(const std::string& thread_id);
 /// Markers of unfinished runs: ("stategraph", "active_runs"), key run_id, value {thread_id}.
 [[nodiscard]] const Namespace& active_runs_namespace();
+/// Threads' own TTLs: ("stategraph", "thread_ttls"), key thread_id.
+[[nodiscard]] const Namespace& thread_ttls_namespace();
 /// Created assistants: ("stategraph", "assistants"), key assistant_id.
 [[nodiscard]] const Namespace& assistants_namespace();
 /// An assistant's versions: ("stategraph", "assistant_versions", assistant_id), key the

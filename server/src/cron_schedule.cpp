@@ -2,6 +2,7 @@
 #include "cron_schedule.hpp"
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/time.hpp>
 
 #include <date/date.h>
 #include <date/tz.h>
@@ -202,56 +203,10 @@ const date::time_zone* find_time_zone(const std::string& name) {
 }
 
 std::optional<std::chrono::sys_seconds> parse_iso_time(std::string_view text) {
-  // YYYY-MM-DD[(T| )HH:MM:SS[.fraction][Z|(+|-)HH:MM]]
-  std::size_t at = 0;
-  const auto number = [&](std::size_t digits, int& out) {
-    if (at + digits > text.size()) return false;
-    const char* first = text.data() + at;
-    const auto [end, ec] = std::from_chars(first, first + digits, out);
-    at += digits;
-    return ec == std::errc() && end == first + digits;
-  };
-  const auto literal = [&](char c) {
-    if (at >= text.size() || text[at] != c) return false;
-    ++at;
-    return true;
-  };
-  int y = 0;
-  int mo = 0;
-  int d = 0;
-  if (!number(4, y) || !literal('-') || !number(2, mo) || !literal('-') || !number(2, d)) {
-    return std::nullopt;
-  }
-  const std::chrono::year_month_day ymd{std::chrono::year{y}, std::chrono::month(mo),
-                                        std::chrono::day(d)};
-  if (!ymd.ok()) return std::nullopt;
-  std::chrono::sys_seconds t{std::chrono::sys_days(ymd)};
-  if (at == text.size()) return t;
-  int h = 0;
-  int mi = 0;
-  int sec = 0;
-  if (!(literal('T') || literal(' ')) || !number(2, h) || !literal(':') || !number(2, mi) ||
-      !literal(':') || !number(2, sec) || h > 23 || mi > 59 || sec > 60) {
-    return std::nullopt;
-  }
-  t += std::chrono::hours(h) + std::chrono::minutes(mi) + std::chrono::seconds(sec);
-  if (literal('.')) {
-    const std::size_t digits = at;
-    while (at < text.size() && std::isdigit(static_cast<unsigned char>(text[at])) != 0) ++at;
-    if (at == digits) return std::nullopt;
-  }
-  if (at == text.size() || literal('Z') || literal('z')) {
-    return at == text.size() ? std::optional(t) : std::nullopt;
-  }
-  const char sign = text[at];
-  int oh = 0;
-  int om = 0;
-  if ((sign != '+' && sign != '-') || !(++at, number(2, oh)) || !literal(':') || !number(2, om) ||
-      at != text.size() || oh > 23 || om > 59) {
-    return std::nullopt;
-  }
-  const auto offset = std::chrono::hours(oh) + std::chrono::minutes(om);
-  return sign == '+' ? t - offset : t + offset;
+  const std::optional<std::int64_t> micros = parse_iso_timestamp(text);
+  if (!micros) return std::nullopt;
+  return std::chrono::floor<std::chrono::seconds>(
+      std::chrono::sys_time<std::chrono::microseconds>(std::chrono::microseconds(*micros)));
 }
 
 }  // namespace sg::server

@@ -47,8 +47,7 @@ class CronSchedule {
 /// for an unknown one. Thread-safe.
 [[nodiscard]] const date::time_zone* find_time_zone(const std::string& name);
 
-/// An ISO 8601 time ("2026-11-28T12:00:00Z", with an offset, fractions of seconds, or a date
-/// alone; without an offset it is UTC). nullopt when `text` is not one. Thread-safe.
+/// parse_iso_timestamp() (core/time.hpp) in whole seconds (fractions dropped). Thread-safe.
 [[nodiscard]] std::optional<std::chrono::sys_seconds> parse_iso_time(std::string_view text);
 
 }  // namespace sg::server

@@ -27,6 +27,7 @@ constexpr Route kRoutes[] = {
     {"threads", "POST"},
     {"threads/search", "POST"},
     {"threads/count", "POST"},
+    {"threads/prune", "POST"},
     {"threads/{}", "GET, PATCH, DELETE"},
     {"threads/{}/copy", "POST"},
     {"threads/{}/history", "GET, POST"},

@@ -102,9 +102,58 @@ CorsOptions read_cors(const json& cors) {
   return out;
 }
 
+/// A number of minutes above 0 at `field`, as milliseconds.
+std::chrono::milliseconds minutes(const json& value, const std::string& field) {
+  if (!value.is_number() || !(value.get<double>() > 0) || value.get<double>() > 1e8) {
+    throw ConfigError{field, "must be a number of minutes above 0"};
+  }
+  return std::chrono::milliseconds(static_cast<std::int64_t>(value.get<double>() * 60000));
+}
+
+ThreadTtlOptions read_checkpointer_ttl(const json& ttl) {
+  if (!ttl.is_object()) throw ConfigError{"checkpointer.ttl", "must be an object"};
+  only_fields(ttl, "checkpointer.ttl", {"strategy", "default_ttl", "sweep_interval_minutes"});
+  ThreadTtlOptions out;
+  if (ttl.contains("strategy")) {
+    if (ttl["strategy"] == "keep_latest") {
+      out.strategy = PruneStrategy::keep_latest;
+    } else if (ttl["strategy"] != "delete") {
+      throw ConfigError{"checkpointer.ttl.strategy", "must be \"delete\" or \"keep_latest\""};
+    }
+  }
+  if (ttl.contains("default_ttl")) {
+    out.default_ttl = minutes(ttl["default_ttl"], "checkpointer.ttl.default_ttl");
+  }
+  if (ttl.contains("sweep_interval_minutes")) {
+    out.sweep_interval =
+        minutes(ttl["sweep_interval_minutes"], "checkpointer.ttl.sweep_interval_minutes");
+  }
+  return out;
+}
+
+ServeConfig::StoreTtl read_store_ttl(const json& ttl) {
+  if (!ttl.is_object()) throw ConfigError{"store.ttl", "must be an object"};
+  only_fields(ttl, "store.ttl", {"default_ttl", "refresh_on_read", "sweep_interval_minutes"});
+  ServeConfig::StoreTtl out;
+  if (ttl.contains("default_ttl")) {
+    out.ttl.default_ttl =
+        static_cast<double>(minutes(ttl["default_ttl"], "store.ttl.default_ttl").count()) / 60000.0;
+  }
+  if (ttl.contains("refresh_on_read")) {
+    if (!ttl["refresh_on_read"].is_boolean()) {
+      throw ConfigError{"store.ttl.refresh_on_read", "must be true or false"};
+    }
+    out.ttl.refresh_on_read = ttl["refresh_on_read"];
+  }
+  if (ttl.contains("sweep_interval_minutes")) {
+    out.sweep_interval = minutes(ttl["sweep_interval_minutes"], "store.ttl.sweep_interval_minutes");
+  }
+  return out;
+}
+
 ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
   if (!doc.is_object()) throw ConfigError{"", "the file must hold a JSON object"};
-  only_fields(doc, "", {"graphs", "env", "http", "$schema"});
+  only_fields(doc, "", {"graphs", "env", "http", "store", "checkpointer", "$schema"});
   ServeConfig out;
   if (!doc.contains("graphs")) throw ConfigError{"graphs", "is required"};
   const json& graphs = doc["graphs"];
@@ -141,6 +190,18 @@ ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
     } else {
       throw ConfigError{"env", "must be an env file's path or an object of strings"};
     }
+  }
+  if (doc.contains("checkpointer")) {
+    const json& checkpointer = doc["checkpointer"];
+    if (!checkpointer.is_object()) throw ConfigError{"checkpointer", "must be an object"};
+    only_fields(checkpointer, "checkpointer", {"ttl"});
+    if (checkpointer.contains("ttl")) out.thread_ttl = read_checkpointer_ttl(checkpointer["ttl"]);
+  }
+  if (doc.contains("store")) {
+    const json& store = doc["store"];
+    if (!store.is_object()) throw ConfigError{"store", "must be an object"};
+    only_fields(store, "store", {"ttl"});
+    if (store.contains("ttl")) out.store_ttl = read_store_ttl(store["ttl"]);
   }
   if (doc.contains("http")) {
     const json& http = doc["http"];

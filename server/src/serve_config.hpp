@@ -30,6 +30,14 @@ struct ServeConfig {
   std::optional<CorsOptions> cors;
   /// http.public_paths, when given.
   std::optional<std::vector<std::string>> public_paths;
+  /// checkpointer.ttl, when given: threads' time to live.
+  std::optional<ThreadTtlOptions> thread_ttl;
+  /// store.ttl, when given: the store's TTL settings and how often expired items are swept.
+  struct StoreTtl {
+    TtlConfig ttl;
+    std::chrono::milliseconds sweep_interval{std::chrono::hours(1)};
+  };
+  std::optional<StoreTtl> store_ttl;
 };
 
 /// Reads `path`. Relative paths in it are taken from the file's directory. Throws sg::Error

@@ -136,6 +136,8 @@ void serve(const std::string& program, const ServeArgs& args,
   if (config && config->cors) options.cors = *config->cors;
   if (!args.cors_origins.empty()) options.cors.allow_origins = args.cors_origins;
   if (config && config->public_paths) options.public_paths = *config->public_paths;
+  if (config && config->thread_ttl) options.thread_ttl = *config->thread_ttl;
+  const TtlConfig store_ttl = config && config->store_ttl ? config->store_ttl->ttl : TtlConfig{};
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   std::string where = "in memory";
   const bool postgres =
@@ -144,7 +146,7 @@ void serve(const std::string& program, const ServeArgs& args,
     // Tables sg_checkpoints, sg_store and sg_records, and the run queue (sg_run, sg_run_event)
     // that every server process on the database shares.
     options.checkpointer = PostgresSaver::open(args.db);
-    options.store = PostgresStore::open(args.db);
+    options.store = PostgresStore::open(args.db, {}, store_ttl);
     options.records = PostgresStore::open(args.db, {.table = "sg_records"});
     options.cluster.conninfo = args.db;
     options.cluster.lease = std::chrono::milliseconds(
@@ -154,12 +156,17 @@ void serve(const std::string& program, const ServeArgs& args,
     std::filesystem::create_directories(args.db);
     const std::filesystem::path root(args.db);
     options.checkpointer = RocksDbSaver::open((root / "checkpoints").string());
-    options.store = RocksDbStore::open((root / "store").string());
+    options.store = RocksDbStore::open((root / "store").string(), {.ttl = store_ttl});
     options.records = RocksDbStore::open((root / "records").string());
     where = "in " + args.db;
   } else {
     options.checkpointer = std::make_shared<InMemorySaver>();
-    options.store = std::make_shared<InMemoryStore>();
+    options.store = std::make_shared<InMemoryStore>(store_ttl);
+  }
+  if (config && config->store_ttl) {
+    // Expired items are never read; the sweep reclaims their space.
+    std::static_pointer_cast<KvStore>(options.store)
+        ->start_sweeper(config->store_ttl->sweep_interval);
   }
   GraphRegistry builtins;
   if (register_graphs) register_graphs(builtins, options);

@@ -592,7 +592,7 @@ void Server::start() {
     impl_->api = std::make_unique<server::Api>(
         std::move(bound), options.records, options.store,
         server::RunLimits{options.max_runs, options.sync_node_workers, impl_->ios->executors()},
-        options.cluster.conninfo.empty() ? nullptr : &options.cluster);
+        options.cluster.conninfo.empty() ? nullptr : &options.cluster, options.thread_ttl);
   } catch (...) {
     acceptor.close();
     throw;

@@ -45,6 +45,34 @@ std::string checkpoint_id_of(const json& body, const char* name) {
   return string_field(holder, "checkpoint_id");
 }
 
+/// The `ttl` of a thread create or update body: minutes, or {ttl: minutes, strategy: delete or
+/// keep_latest}; nullopt when absent or null. Throws ApiError 422.
+std::optional<json> read_ttl(const json& body) {
+  const auto it = body.find("ttl");
+  if (it == body.end() || it->is_null()) return std::nullopt;
+  json ttl = it->is_number() ? json{{"ttl", *it}} : *it;
+  if (!ttl.is_object()) {
+    throw ApiError{422, "'ttl' must be minutes, or {\"ttl\": minutes, \"strategy\": \"delete\"}"};
+  }
+  for (const auto& [key, value] : ttl.items()) {
+    if (key != "ttl" && key != "strategy") {
+      throw ApiError{422, fmt::format("'ttl' has an unknown field '{}' (ttl, strategy)", key)};
+    }
+  }
+  const json& minutes = ttl.value("ttl", json());
+  if (!minutes.is_number() || !(minutes.get<double>() > 0) ||
+      minutes.get<double>() > 1e8) {  // past 190 years is a typo
+    throw ApiError{422, "'ttl.ttl' must be a number of minutes above 0"};
+  }
+  const json& strategy = ttl.value("strategy", json("delete"));
+  if (strategy != "delete" && strategy != "keep_latest") {
+    throw ApiError{
+        422, fmt::format("'ttl.strategy' must be delete or keep_latest, got {}", strategy.dump())};
+  }
+  ttl["strategy"] = strategy;
+  return ttl;
+}
+
 }  // namespace
 
 bool is_uuid(std::string_view id) {
@@ -189,22 +217,27 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   if (const std::string graph_id = string_field(body, "graph_id"); !graph_id.empty()) {
     metadata["graph_id"] = graph_id;
   }
-  if (thread_id.empty()) return json_response(create_record(new_uuid4(), metadata));
+  const std::optional<json> ttl = read_ttl(body);
+  if (thread_id.empty()) thread_id = new_uuid4();
   require_uuid(thread_id, "thread id");
   if (auto existing = lookup(thread_id)) {
     if (if_exists == "do_nothing") return json_response(*existing);
     throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
   }
-  return json_response(create_record(thread_id, metadata));
+  json thread = create_record(thread_id, metadata);
+  if (ttl) records_->put(thread_ttls_namespace(), thread_id, *ttl);
+  return json_response(thread);
 }
 
 ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
   const json body = body_object(request);
   const json metadata = metadata_field(body);
+  const std::optional<json> ttl = read_ttl(body);
   json thread;
   {
     const ChangeLock lock(*this, thread_id);
     thread = require_record(thread_id);
+    if (ttl) records_->put(thread_ttls_namespace(), thread_id, *ttl);
     for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
     thread["updated_at"] = iso_timestamp_now();
     records_->put(threads_namespace(), thread_id, thread);
@@ -267,9 +300,18 @@ bool ThreadRegistry::remove_record(const std::string& thread_id) {
   const ChangeLock lock(*this, thread_id);
   if (!lookup(thread_id)) return false;
   records_->remove(threads_namespace(), thread_id);
+  records_->remove(thread_ttls_namespace(), thread_id);
   std::lock_guard busy_lock(mu_);
   busy_.erase(thread_id);
   return true;
+}
+
+std::map<std::string, json> ThreadRegistry::ttls() const {
+  std::map<std::string, json> out;
+  for (auto& hit : all_records(*records_, thread_ttls_namespace())) {
+    out.emplace(hit.item.key, std::move(hit.item.value));
+  }
+  return out;
 }
 
 std::vector<json> ThreadRegistry::all() const {
@@ -352,6 +394,75 @@ ApiResponse Api::delete_thread(const std::string& thread_id) const {
   return no_content();
 }
 
+bool Api::prune_thread(const std::string& thread_id, PruneStrategy strategy) const {
+  const std::optional<json> thread = threads_->lookup(thread_id);
+  if (!thread || runs_->busy(thread_id)) return false;
+  if (strategy == PruneStrategy::delete_all) {
+    try {
+      (void)delete_thread(thread_id);
+    } catch (const ApiError&) {
+      return false;  // a run started meanwhile (409), or another process deleted it
+    }
+    return true;
+  }
+  if (const GraphEntry* graph = thread_graph(*thread)) {
+    if (const auto saver = graph->graph->checkpointer()) saver->prune({thread_id}, strategy);
+  }
+  return true;
+}
+
+ApiResponse Api::prune_threads(const ApiRequest& request) const {
+  const json body = body_object(request);
+  const auto ids = body.find("thread_ids");
+  if (ids == body.end() || !ids->is_array()) {
+    throw ApiError{422, "'thread_ids' must be an array of thread ids"};
+  }
+  const std::vector<std::string> thread_ids = string_list_field(body, "thread_ids", "thread ids");
+  const PruneStrategy strategy = one_of(body, "strategy", {"delete", "keep_latest"}) == "delete"
+                                     ? PruneStrategy::delete_all
+                                     : PruneStrategy::keep_latest;
+  std::size_t pruned = 0;
+  for (const std::string& thread_id : thread_ids) {
+    if (is_uuid(thread_id) && prune_thread(thread_id, strategy)) ++pruned;
+  }
+  return json_response({{"pruned_count", pruned}});
+}
+
+std::size_t Api::sweep_expired_threads(std::chrono::system_clock::time_point now) const {
+  const std::map<std::string, json> own = threads_->ttls();
+  std::vector<json> candidates;
+  if (ttl_.default_ttl) {
+    candidates = threads_->all();
+  } else {
+    for (const auto& [thread_id, ttl] : own) {
+      if (auto thread = threads_->find(thread_id)) candidates.push_back(*std::move(thread));
+    }
+  }
+  const std::int64_t now_micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  std::size_t swept = 0;
+  for (const json& thread : candidates) {
+    const std::string thread_id = thread.value("thread_id", "");
+    std::int64_t ttl_micros = 0;
+    PruneStrategy strategy = ttl_.strategy;
+    if (const auto it = own.find(thread_id); it != own.end()) {
+      ttl_micros = static_cast<std::int64_t>(it->second.value("ttl", 0.0) * 60e6);
+      strategy = it->second.value("strategy", "delete") == "delete" ? PruneStrategy::delete_all
+                                                                    : PruneStrategy::keep_latest;
+    } else if (ttl_.default_ttl) {
+      ttl_micros = std::chrono::duration_cast<std::chrono::microseconds>(*ttl_.default_ttl).count();
+    } else {
+      continue;
+    }
+    const std::optional<std::int64_t> changed = parse_iso_timestamp(thread.value("updated_at", ""));
+    if (!changed || *changed + ttl_micros > now_micros || thread.value("status", "") == "busy") {
+      continue;
+    }
+    if (prune_thread(thread_id, strategy)) ++swept;
+  }
+  return swept;
+}
+
 ApiResponse Api::copy_thread(const std::string& thread_id) const {
   const json thread = threads_->require(thread_id);
   const std::string copy_id = new_uuid4();
@@ -372,6 +483,7 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
     return paged_response(threads_->search(body), page,
                           [this](json& t) { t = thread_view(std::move(t)); });
   }
+  if (p.size() == 2 && p[1] == "prune" && m == "POST") return prune_threads(request);
   if (p.size() == 2 && p[1] == "count" && m == "POST") {
     return json_response(threads_->search(body_object(request)).size());
   }

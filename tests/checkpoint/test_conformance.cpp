@@ -555,6 +555,38 @@ TEST_CASE_TEMPLATE("prune", F, SG_SAVER_FACTORIES) {
   CHECK(saver->list(in_thread(other)).size() == 2);
 }
 
+TEST_CASE_TEMPLATE("prune_idle_threads: threads idle longer than the TTL", F, SG_SAVER_FACTORIES) {
+  F factory;
+  auto saver = factory.make();
+  const std::string busy = sg::new_uuid4();
+  const std::string one = sg::new_uuid4();
+  (void)setup_source(*saver, busy, 4, {"", "child:1"});
+  (void)setup_source(*saver, one, 1);
+  const auto now = std::chrono::system_clock::now();
+  // Written just now: not idle for an hour.
+  CHECK(sg::prune_idle_threads(*saver, std::chrono::hours(1), sg::PruneStrategy::keep_latest, now)
+            .empty());
+  CHECK(saver->list(in_thread(busy)).size() == 4);
+  // Two hours later both are idle; keep_latest leaves the newest of each namespace, and skips
+  // the thread that has one checkpoint.
+  const auto later = now + std::chrono::hours(2);
+  CHECK(sg::prune_idle_threads(*saver, std::chrono::hours(1), sg::PruneStrategy::keep_latest,
+                               later) == std::vector<std::string>{busy});
+  CHECK(saver->list(in_thread(busy)).size() == 1);
+  CHECK(saver->list(in_thread(busy, "child:1")).size() == 1);
+  CHECK(sg::prune_idle_threads(*saver, std::chrono::hours(1), sg::PruneStrategy::keep_latest, later)
+            .empty());
+  // delete_all deletes them.
+  auto deleted =
+      sg::prune_idle_threads(*saver, std::chrono::hours(1), sg::PruneStrategy::delete_all, later);
+  std::sort(deleted.begin(), deleted.end());
+  std::vector<std::string> both{busy, one};
+  std::sort(both.begin(), both.end());
+  CHECK(deleted == both);
+  CHECK(saver->list(in_thread(busy)).empty());
+  CHECK(saver->list(in_thread(one)).empty());
+}
+
 TEST_CASE_TEMPLATE("message lists are stored as a log plus ranges", F, SG_SAVER_FACTORIES) {
   F factory;
   auto saver = factory.make();

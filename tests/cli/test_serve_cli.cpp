@@ -443,6 +443,36 @@ TEST_CASE("stategraph serve --config: a graph library's graphs, built-ins, env a
   CHECK(serve.get("/ok", {"Origin: http://localhost:3000"}).status == 403);
 }
 
+TEST_CASE("stategraph serve --config: checkpointer.ttl expires threads, store.ttl items") {
+  sg::test::TempDir dir;
+  // 0.01 minutes: 600 ms; swept every 0.002 minutes (120 ms).
+  const std::string config = write_config(
+      dir.path(),
+      {{"graphs", {{"echo", "builtin:agent"}}},
+       {"checkpointer",
+        {{"ttl",
+          {{"strategy", "delete"}, {"default_ttl", 0.01}, {"sweep_interval_minutes", 0.002}}}}},
+       {"store",
+        {{"ttl",
+          {{"default_ttl", 0.01},
+           {"refresh_on_read", false},
+           {"sweep_interval_minutes", 0.002}}}}}});
+  ServeProcess serve({"--db", (dir.path() / "data").string(), "--config", config});
+  const std::string t = json::parse(serve.post("/threads", json::object()).body)["thread_id"];
+  REQUIRE(
+      serve.post("/threads/" + t + "/runs/wait", {{"assistant_id", "echo"}, {"input", human("a")}})
+          .status == 200);
+  const auto put = sg::test::http_request(
+      "PUT", serve.url() + "/store/items",
+      json{{"namespace", {"notes"}}, {"key", "k"}, {"value", {{"v", 1}}}}.dump());
+  REQUIRE(put.status == 204);
+  CHECK(json::parse(serve.get("/store/items?namespace=notes&key=k").body)["value"]["v"] == 1);
+  CHECK(eventually([&] { return serve.get("/threads/" + t).status == 404; }, 10));
+  // An expired item reads as a missing one.
+  CHECK(eventually([&] { return serve.get("/store/items?namespace=notes&key=k").body == "null"; },
+                   10));
+}
+
 TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and graphs") {
   sg::test::TempDir dir;
   const auto fails = [&](const json& config, const std::string& expected,
@@ -468,6 +498,14 @@ TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and 
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"http", {{"cors", {{"max_age", -1}}}}}},
         "http.cors.max_age: must be a whole number");
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"env", "missing.env"}}, "cannot read the env file");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"checkpointer", {{"ttl", {{"strategy", "x"}}}}}},
+        "checkpointer.ttl.strategy: must be \"delete\" or \"keep_latest\"");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"checkpointer", {{"ttl", {{"default_ttl", 0}}}}}},
+        "checkpointer.ttl.default_ttl: must be a number of minutes above 0");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"store", {{"ttl", {{"refresh_on_read", 1}}}}}},
+        "store.ttl.refresh_on_read: must be true or false");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"store", {{"index", {{"dims", 3}}}}}},
+        "store.index: unknown field");
   fails({{"graphs", {{"x", "builtin:agent"}}}}, "no graph 'y' in the configuration",
         {"--graph", "y"});
   std::ofstream(dir.path() / "broken.json") << "{\"graphs\": ";

@@ -39,3 +39,27 @@ TEST_CASE("timestamps are ISO-8601 UTC with microseconds") {
   }
   CHECK(matches);
 }
+
+TEST_CASE("ISO-8601 times parse back, with fractions, offsets, Z or a date alone") {
+  constexpr std::int64_t kDay = 86'400'000'000;  // 2026-11-28 is day 20,785 since the epoch
+  const std::int64_t noon = 20'785 * kDay + 12LL * 3'600'000'000;
+  CHECK(sg::parse_iso_timestamp("2026-11-28T12:00:00Z") == noon);
+  CHECK(sg::parse_iso_timestamp("2026-11-28T12:00:00.250Z") == noon + 250'000);
+  CHECK(sg::parse_iso_timestamp("2026-11-28T12:00:00.123456789Z") == noon + 123'456);
+  CHECK(sg::parse_iso_timestamp("2026-11-28T14:00:00+02:00") == noon);
+  CHECK(sg::parse_iso_timestamp("2026-11-28T07:30:00-04:30") == noon);
+  CHECK(sg::parse_iso_timestamp("2026-11-28 12:00:00") == noon);
+  CHECK(sg::parse_iso_timestamp("2026-11-28") == 20'785 * kDay);
+  CHECK(sg::parse_iso_timestamp("1969-12-31T23:59:59Z") == -1'000'000);
+  // What iso_timestamp writes reads back exactly.
+  for (const std::int64_t micros :
+       std::vector<std::int64_t>{noon + 1, 0, -1'500'000, 253'402'300'799'999'999}) {
+    CHECK(sg::parse_iso_timestamp(sg::iso_timestamp(micros)) == micros);
+  }
+  for (const char* bad : {"", "tomorrow", "2026-13-01", "2026-02-30", "2026-11-28T25:00:00",
+                          "2026-11-28T12:00", "2026-11-28T12:00:00Zjunk", "2026-11-28T12:00:00.",
+                          "2026-11-28T12:00:00+2", "2026-11-28X12:00:00"}) {
+    CAPTURE(bad);
+    CHECK_FALSE(sg::parse_iso_timestamp(bad).has_value());
+  }
+}

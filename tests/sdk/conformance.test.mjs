@@ -1661,6 +1661,48 @@ describe("crons (client.crons)", { skip: REFERENCE && "the JS dev server serves 
   });
 });
 
+describe("thread TTL and prune", { skip: REFERENCE && "the JS dev server has no /threads/prune" }, () => {
+  it("create and update take a ttl; prune keeps the newest checkpoint or deletes", async () => {
+    const a = await client.threads.create({ metadata: { suite: SUITE }, ttl: 60 });
+    const b = await client.threads.create({
+      metadata: { suite: SUITE },
+      ttl: { ttl: 120, strategy: "keep_latest" },
+    });
+    await client.threads.update(b.thread_id, { ttl: 30 });
+    for (const t of [a, b]) {
+      for (const text of ["one", "two"]) {
+        await client.runs.wait(t.thread_id, GRAPH_ID, { input: human(text) });
+      }
+    }
+    assert.ok((await client.threads.getHistory(a.thread_id, { limit: 100 })).length > 1);
+    assert.deepEqual(await client.threads.prune([a.thread_id], { strategy: "keep_latest" }), {
+      pruned_count: 1,
+    });
+    const history = await client.threads.getHistory(a.thread_id, { limit: 100 });
+    assert.equal(history.length, 1);
+    assert.deepEqual(texts(history[0].values), [
+      "human:one",
+      "ai:echo: one",
+      "human:two",
+      "ai:echo: two",
+    ]);
+    assert.deepEqual(await client.threads.prune([a.thread_id, b.thread_id, crypto.randomUUID()]), {
+      pruned_count: 2,
+    });
+    await expectHttpError(client.threads.get(a.thread_id), [404], "a pruned thread");
+    await expectHttpError(client.threads.get(b.thread_id), [404], "a pruned thread");
+  });
+
+  it("a bad ttl is refused", async () => {
+    await expectHttpError(
+      client.threads.create({ ttl: { ttl: 5, strategy: "archive" } }),
+      [422],
+      "an unknown ttl strategy",
+    );
+    await expectHttpError(client.threads.create({ ttl: -1 }), [422], "a negative ttl");
+  });
+});
+
 describe("interrupts", () => {
   it("interrupt_before echo stops before the node; input null continues", async () => {
     const t = await newThread();

@@ -8,6 +8,7 @@
 #include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 #include <stategraph/core/time.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -277,5 +278,14 @@ struct ForkOptions {
 /// and what the saver throws. Thread-safe if the saver is; not atomic when copying a thread.
 CheckpointConfig fork_checkpoint(Checkpointer& saver, const CheckpointTuple& source,
                                  const ForkOptions& options = {});
+
+/// The sweeper of thread TTLs, for every saver: prunes with `strategy` the threads whose newest
+/// checkpoint (of the root namespace) was written more than `idle` before `now`, and returns
+/// their ids. With keep_latest a thread whose root namespace has one checkpoint left is skipped
+/// (it is pruned already). Uses threads(), list() and prune() alone. Throws what the saver
+/// throws. Thread-safe if the saver is.
+std::vector<std::string> prune_idle_threads(
+    Checkpointer& saver, std::chrono::system_clock::duration idle, PruneStrategy strategy,
+    std::chrono::system_clock::time_point now = std::chrono::system_clock::now());
 
 }  // namespace sg

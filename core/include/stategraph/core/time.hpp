@@ -5,8 +5,10 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 
 namespace sg {
 
@@ -24,5 +26,11 @@ inline constexpr std::size_t kIsoTimestampSize = 32;
 /// The current time plus `from_now` (negative: earlier), formatted as iso_timestamp().
 /// Thread-safe.
 [[nodiscard]] std::string iso_timestamp_now(std::chrono::microseconds from_now = {});
+
+/// Microseconds since the Unix epoch of an ISO-8601 time: a date ("2026-11-28"), or a date and
+/// time ('T' or a space between) with optional fractions of a second and an offset
+/// ("2026-11-28T12:00:00.5Z", "2026-11-28 12:00:00+02:00"; none: UTC), as iso_timestamp() and
+/// JavaScript's toISOString() write them. nullopt when `text` is not one. Thread-safe.
+[[nodiscard]] std::optional<std::int64_t> parse_iso_timestamp(std::string_view text);
 
 }  // namespace sg

@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,20 @@ struct CorsOptions {
   std::chrono::seconds max_age{600};
 };
 
+/// How long threads live (LangGraph's checkpointer TTL). A thread that nothing changed for its
+/// TTL (no run, no update: its `updated_at`) is deleted with its checkpoints and crons, or pruned
+/// to the newest checkpoint of each namespace, by a sweep every `sweep_interval`; a thread with a
+/// run in progress waits for the next sweep. A thread's own `ttl` (POST /threads,
+/// PATCH /threads/{id}) wins over `default_ttl`.
+struct ThreadTtlOptions {
+  /// The TTL of threads that give none; none: they never expire.
+  std::optional<std::chrono::milliseconds> default_ttl{};
+  /// What expiry does to the threads that give no strategy of their own.
+  PruneStrategy strategy = PruneStrategy::delete_all;
+  /// How often the sweep looks for expired threads.
+  std::chrono::milliseconds sweep_interval{std::chrono::minutes(5)};
+};
+
 struct ServerOptions {
   /// The address to bind. Anything but a loopback address needs `api_key` (or
   /// `allow_public_without_key`).
@@ -101,6 +116,8 @@ struct ServerOptions {
   /// and new runs are refused (503); a cancelled run ends `interrupted` with its checkpoints
   /// kept, or, with a cluster, goes back to the queue for another process.
   std::chrono::milliseconds shutdown_grace{0};
+  /// Threads' time to live.
+  ThreadTtlOptions thread_ttl{};
   /// Where graphs given as a StateGraph keep their threads' checkpoints; null: an InMemorySaver.
   std::shared_ptr<Checkpointer> checkpointer{};
   /// The long-term memory of the /store endpoints and of graphs given as a StateGraph; null: an
