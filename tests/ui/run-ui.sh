@@ -17,41 +17,11 @@ fi
 cli="$1"
 shift
 here="$(cd "$(dirname "$0")" && pwd)"
-for tool in node npm chromium; do
-  if ! command -v "$tool" >/dev/null 2>&1; then
-    echo "ui tests: $tool is missing (scripts/install-deps installs it)" >&2
-    exit 1
-  fi
-done
-work="$(mktemp -d /tmp/sg-ui-XXXXXX)"
-server=""
-model=""
-source "$here/../../scripts/lib/serve-url.sh"
-cleanup() {
-  if [[ -n "$model" ]]; then kill "$model" 2>/dev/null || true; fi
-  if [[ -n "$server" ]]; then
-    kill "$server" 2>/dev/null || true
-    wait "$server" 2>/dev/null || true
-  fi
-  rm -rf "$work"
-}
-trap cleanup EXIT
-source "$here/../../scripts/lib/npm-ci.sh"
-source "$here/../../scripts/lib/test-node.sh"
-npm_ci_once "$here"
-use_test_node  # playwright-core and LangGraph.js need Node.js 20 or newer
-node "$here/model-server.mjs" >"$work/model" &
-model=$!
-for _ in $(seq 100); do [[ -s "$work/model" ]] && break; sleep 0.05; done
-model_url="$(head -1 "$work/model")"
-[[ -n "$model_url" ]] || { echo "ui tests: the loopback model did not start" >&2; exit 1; }
+source "$here/../../scripts/lib/browser-test.sh"
+browser_test_setup ui "$here"
 # The port of the test page (http://ui.test:PORT), which the server must allow.
 page_port="$(node -e 'const s = require("net").createServer().listen(0, "127.0.0.1", () => { console.log(s.address().port); s.close(); })')"
-key="ui-test-$RANDOM$RANDOM"
-OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=loopback STATEGRAPH_API_KEY="$key" \
-  "$cli" serve --port 0 --in-memory --cors-allow-origin "http://ui.test:$page_port" "$@" >"$work/out" 2>"$work/err" &
-server=$!
-url="$(serve_url "$work/out" "$server")"
+browser_test_serve "$cli" --cors-allow-origin "http://ui.test:$page_port" "$@"
 status=0
 UI_URL="$url" UI_API_KEY="$key" UI_MODEL_URL="$model_url" UI_PAGE_PORT="$page_port" \
   node --test --test-concurrency=1 "$here/use-stream.test.mjs" "$here/remote-graph.test.mjs" >"$work/log" 2>&1 || status=$?
