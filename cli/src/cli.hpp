@@ -45,6 +45,10 @@ void add_serve_command(CLI::App& app, Action& action);
 /// writing is stored in `action`.
 void add_new_command(CLI::App& app, Action& action);
 
+/// Registers `stategraph dev` (builds, serves and rebuilds a project on each change,
+/// docs/deploy.md); the loop is stored in `action`.
+void add_dev_command(CLI::App& app, Action& action);
+
 /// Registers `stategraph completion bash` (prints bash_completion(app)).
 void add_completion_command(CLI::App& app, Action& action);
 

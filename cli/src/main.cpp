@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   sg::cli::add_graph_command(app, action);
   sg::cli::add_serve_command(app, action);
   sg::cli::add_new_command(app, action);
+  sg::cli::add_dev_command(app, action);
   sg::cli::add_threads_command(app, action);
   sg::cli::add_store_command(app, action);
   sg::cli::add_messages_command(app, action);

@@ -9,8 +9,8 @@
 
 namespace {
 
-const std::vector<std::string> kCommands{"messages", "threads", "store",     "demo",
-                                         "chat",     "graph",   "completion"};
+const std::vector<std::string> kCommands{"messages", "threads", "store", "demo", "chat",
+                                         "graph",    "serve",   "new",   "dev",  "completion"};
 
 /// What bash completes for the words of `line` (the last word is the one being completed).
 std::string complete(const std::string& script, const std::string& line) {

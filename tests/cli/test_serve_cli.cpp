@@ -553,6 +553,21 @@ TEST_CASE("stategraph serve: options from STATEGRAPH_* variables, PORT and DATAB
   unsetenv("STATEGRAPH_MAX_RUNS");
 }
 
+TEST_CASE("stategraph dev: a missing config or a project that does not configure fails clearly") {
+  sg::test::TempDir dir;
+  auto r = sg::test::run_process(
+      SG_CLI_PATH, {"dev", "--config", (dir.path() / "stategraph.json").string(), "--port", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("no config file") != std::string::npos);
+  // A config beside no CMakeLists.txt: cmake cannot configure it. (tests/package/dev.sh runs
+  // `stategraph dev` on a real project.)
+  write_config(dir.path(), {{"graphs", {{"x", "builtin:agent"}}}});
+  r = sg::test::run_process(
+      SG_CLI_PATH, {"dev", "--config", (dir.path() / "stategraph.json").string(), "--port", "0"});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("cmake could not configure") != std::string::npos);
+}
+
 TEST_CASE("stategraph new: a project's files, and no overwriting") {
   sg::test::TempDir dir;
   const auto project = dir.path() / "my-agent";

@@ -66,3 +66,6 @@ run(${CMAKE_COMMAND} -E env UI_ASSISTANT_ID=agent "UI_REPLY_PREFIX=you said: " U
     ${SOURCE_DIR}/tests/ui/run-ui.sh ${prefix}/bin/stategraph
     --config ${WORK_DIR}/myagent/stategraph.json)
 message(STATUS "real clients drove the new project served by the installed stategraph: ${last_output}")
+# `stategraph dev` on the same project: an edit of its graph rebuilds it and restarts the server.
+run(${SOURCE_DIR}/tests/package/dev.sh ${prefix}/bin/stategraph ${WORK_DIR}/myagent)
+message(STATUS "${last_output}")
