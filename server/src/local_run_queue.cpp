@@ -168,8 +168,10 @@ void LocalRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view sta
   }
   bool was_running = false;
   bool delete_thread = false;
+  bool stopping = false;
   {
     std::lock_guard lock(mu_);
+    stopping = stopping_;
     was_running = run->running;
     run->running = false;
     if (was_running) finishing = host_.slots.release();
@@ -208,6 +210,11 @@ void LocalRunQueue::finish(const std::shared_ptr<Run>& run, std::string_view sta
     }
     remove_run_records(run->thread_id);
     host_.threads.remove_record(run->thread_id);
+  }
+  if (stopping && status == "interrupted" && run->cancelled_with().empty()) {
+    // Cancelled because the server stops: its streams say the run ended, so that a client does
+    // not wait to reconnect to a server that is going away.
+    run->channel->publish("", "end", nullptr);
   }
   run->channel->finish(result);
   if (was_running) host_.webhook(*run, status, result);

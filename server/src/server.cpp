@@ -31,6 +31,7 @@
 #include <optional>
 #include <regex>
 #include <string_view>
+#include <thread>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
@@ -117,8 +118,9 @@ struct Server::Impl {
   std::unique_ptr<tcp::acceptor> acceptor;
   std::size_t next_io = 0;  // the io_context of the next connection (accept_loop only)
   std::atomic<std::size_t> connections{0};
-  std::atomic<std::size_t> waits{0};  // wait and join responses waiting for their run's end
-  std::uint16_t port = 0;             // bound port, set before the threads start
+  std::atomic<std::size_t> waits{0};    // wait and join responses waiting for their run's end
+  std::atomic<std::size_t> follows{0};  // responses following a run (streams, waits, joins)
+  std::uint16_t port = 0;               // bound port, set before the threads start
   bool running = false;
   std::optional<std::regex> origin_regex;  // CorsOptions::allow_origin_regex, compiled
 
@@ -279,6 +281,13 @@ struct Server::Impl {
   net::awaitable<bool> follow_run(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                   server::ApiResponse& r, unsigned version, bool keep_alive) {
     const std::shared_ptr<server::RunFollow> follow = r.follow;
+    struct Following {  // stop() lets the responses of ended runs finish their writes
+      std::atomic<std::size_t>& count;
+      explicit Following(std::atomic<std::size_t>& c) : count(c) { count.fetch_add(1); }
+      Following(const Following&) = delete;
+      Following& operator=(const Following&) = delete;
+      ~Following() { count.fetch_sub(1); }
+    } following{follows};
     const auto executor = co_await net::this_coro::executor;
     auto timer = std::make_shared<net::steady_timer>(executor);
     auto gone = std::make_shared<bool>(false);
@@ -611,6 +620,11 @@ void Server::stop() {
   // The runs execute on the server's threads: they are cancelled and waited for first, while
   // those threads still run them (requests meanwhile get 503).
   impl_->api->shutdown(impl_->options.shutdown_grace);
+  // Every run has ended: the responses following them write their last events (a cancelled
+  // run's `end`) and close, unless a client does not read (then at most a second).
+  for (int i = 0; i < 100 && impl_->follows.load() > 0; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
   // The acceptor is not thread-safe: close it once no thread runs an io_context any more (its
   // pending accept then ends with operation_aborted if the server starts again).
   impl_->ios->stop();

@@ -848,17 +848,41 @@ TEST_CASE(
   std::string slow_run;
   {
     Served s(options);
-    const auto start = [&](const std::string& t, const std::string& text) {
-      return s.post_json("/threads/" + t + "/runs", run_body(text))["run_id"].get<std::string>();
+    // Each run is made by a stream request, which follows it from the start: the stream of the
+    // run the shutdown cancels ends with an `end` event, so that the SDK does not try to
+    // reconnect; the stream of the run that finishes ends as any run's does.
+    std::string quick_stream;
+    std::string slow_stream;
+    const auto stream_run = [&](const std::string& t, const std::string& text, std::string& out) {
+      return std::thread([&, t, text] {
+        try {
+          out = s.post("/threads/" + t + "/runs/stream", run_body(text)).body;
+        } catch (const std::exception& e) {
+          out = std::string("failed: ") + e.what();
+        }
+      });
+    };
+    const auto run_of = [&](const std::string& t) {
+      std::string id;
+      (void)sg::test::eventually([&] {
+        const auto runs = s.get_json("/threads/" + t + "/runs");
+        if (!runs.empty()) id = runs[0]["run_id"];
+        return !id.empty();
+      });
+      return id;
     };
     quick_thread = s.new_thread();
     slow_thread = s.new_thread();
-    quick_run = start(quick_thread, "sleep:400");
-    slow_run = start(slow_thread, "sleep:60000");
-    REQUIRE(sg::test::wait_for_field(s, "/threads/" + quick_thread + "/runs/" + quick_run, "status",
-                                     "running"));
-    REQUIRE(sg::test::wait_for_field(s, "/threads/" + slow_thread + "/runs/" + slow_run, "status",
-                                     "running"));
+    std::thread quick_follower = stream_run(quick_thread, "sleep:400", quick_stream);
+    std::thread slow_follower = stream_run(slow_thread, "sleep:60000", slow_stream);
+    quick_run = run_of(quick_thread);
+    slow_run = run_of(slow_thread);
+    const bool running =
+        sg::test::wait_for_field(s, "/threads/" + quick_thread + "/runs/" + quick_run, "status",
+                                 "running") &&
+        sg::test::wait_for_field(s, "/threads/" + slow_thread + "/runs/" + slow_run, "status",
+                                 "running");
+    CHECK(running);
     std::thread stopping([&] { s.server.stop(); });
     // During the grace the server still answers, and refuses new runs.
     int refused = 0;
@@ -869,6 +893,11 @@ TEST_CASE(
     }
     CHECK(refused == 1);
     stopping.join();
+    quick_follower.join();
+    slow_follower.join();
+    CHECK(slow_stream.find("event: end") != std::string::npos);
+    CHECK(quick_stream.find("\"echo: sleep:400\"") != std::string::npos);
+    CHECK(quick_stream.find("event: end") == std::string::npos);
   }
   Served again(options);  // the same records and checkpoints
   CHECK(again.get_json("/threads/" + quick_thread + "/runs/" + quick_run)["status"] == "success");
