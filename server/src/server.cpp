@@ -121,6 +121,12 @@ struct Server::Impl {
   std::atomic<std::size_t> waits{0};    // wait and join responses waiting for their run's end
   std::atomic<std::size_t> follows{0};  // responses following a run (streams, waits, joins)
   std::uint16_t port = 0;               // bound port, set before the threads start
+  /// Counts itself in `count` while it lives; `before` is the count it found.
+  struct Counted {
+    std::atomic<std::size_t>& count;
+    std::size_t before = count.fetch_add(1, std::memory_order_relaxed);
+    ~Counted() { count.fetch_sub(1, std::memory_order_relaxed); }
+  };
   bool running = false;
   std::optional<std::regex> origin_regex;  // CorsOptions::allow_origin_regex, compiled
 
@@ -281,13 +287,7 @@ struct Server::Impl {
   net::awaitable<bool> follow_run(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                   server::ApiResponse& r, unsigned version, bool keep_alive) {
     const std::shared_ptr<server::RunFollow> follow = r.follow;
-    struct Following {  // stop() lets the responses of ended runs finish their writes
-      std::atomic<std::size_t>& count;
-      explicit Following(std::atomic<std::size_t>& c) : count(c) { count.fetch_add(1); }
-      Following(const Following&) = delete;
-      Following& operator=(const Following&) = delete;
-      ~Following() { count.fetch_sub(1); }
-    } following{follows};
+    const Counted following{follows};  // stop() lets ended runs' responses finish their writes
     const auto executor = co_await net::this_coro::executor;
     auto timer = std::make_shared<net::steady_timer>(executor);
     auto gone = std::make_shared<bool>(false);
@@ -371,11 +371,7 @@ struct Server::Impl {
       // answered in one write (fewer writes and passes through the threads' queues per run).
       // Alone, the client reads the header while the run goes on.
       const bool with_body = follow->kind == server::RunFollow::Kind::result;
-      struct Counted {
-        std::atomic<std::size_t>& count;
-        std::size_t before = count.fetch_add(1, std::memory_order_relaxed);
-        ~Counted() { count.fetch_sub(1, std::memory_order_relaxed); }
-      } counted{waits};
+      const Counted counted{waits};
       bool header_sent = false;
       if (with_body && counted.before < ios->size()) {
         co_await write_chunked_header(stream, r, version, keep_alive, "application/json", ec);

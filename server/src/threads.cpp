@@ -45,6 +45,11 @@ std::string checkpoint_id_of(const json& body, const char* name) {
   return string_field(holder, "checkpoint_id");
 }
 
+/// The PruneStrategy of a strategy's API name ("delete" or "keep_latest").
+PruneStrategy prune_strategy_named(std::string_view name) {
+  return name == "delete" ? PruneStrategy::delete_all : PruneStrategy::keep_latest;
+}
+
 /// The `ttl` of a thread create or update body: minutes, or {ttl: minutes, strategy: delete or
 /// keep_latest}; nullopt when absent or null. Throws ApiError 422.
 std::optional<json> read_ttl(const json& body) {
@@ -418,9 +423,8 @@ ApiResponse Api::prune_threads(const ApiRequest& request) const {
     throw ApiError{422, "'thread_ids' must be an array of thread ids"};
   }
   const std::vector<std::string> thread_ids = string_list_field(body, "thread_ids", "thread ids");
-  const PruneStrategy strategy = one_of(body, "strategy", {"delete", "keep_latest"}) == "delete"
-                                     ? PruneStrategy::delete_all
-                                     : PruneStrategy::keep_latest;
+  const PruneStrategy strategy =
+      prune_strategy_named(one_of(body, "strategy", {"delete", "keep_latest"}));
   std::size_t pruned = 0;
   for (const std::string& thread_id : thread_ids) {
     if (is_uuid(thread_id) && prune_thread(thread_id, strategy)) ++pruned;
@@ -447,8 +451,7 @@ std::size_t Api::sweep_expired_threads(std::chrono::system_clock::time_point now
     PruneStrategy strategy = ttl_.strategy;
     if (const auto it = own.find(thread_id); it != own.end()) {
       ttl_micros = static_cast<std::int64_t>(it->second.value("ttl", 0.0) * 60e6);
-      strategy = it->second.value("strategy", "delete") == "delete" ? PruneStrategy::delete_all
-                                                                    : PruneStrategy::keep_latest;
+      strategy = prune_strategy_named(it->second.value("strategy", "delete"));
     } else if (ttl_.default_ttl) {
       ttl_micros = std::chrono::duration_cast<std::chrono::microseconds>(*ttl_.default_ttl).count();
     } else {

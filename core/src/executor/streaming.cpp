@@ -117,14 +117,11 @@ void ExecutorCore::emit_task_messages(const Task& t) {
 
 /// Streams a finished task: its update (updates mode) and its result (debug mode).
 void ExecutorCore::emit_task_finished_now(Task& t, bool replayed) {
-  if (streams(StreamMode::messages) && t.has_output && t.interrupts.empty() && !t.error &&
-      !replayed)
-    name_new_messages(t);  // before the updates, the messages and the saved writes read them
-  if (streams(StreamMode::updates) && t.has_output && t.interrupts.empty() && !t.error)
-    emit_task_updates(t, t.cached || replayed);
-  if (streams(StreamMode::messages) && t.has_output && t.interrupts.empty() && !t.error &&
-      !replayed)
-    emit_task_messages(t);
+  const bool wrote = t.has_output && t.interrupts.empty() && !t.error;
+  const bool messages = wrote && !replayed && streams(StreamMode::messages);
+  if (messages) name_new_messages(t);  // before the updates, messages and saved writes read them
+  if (wrote && streams(StreamMode::updates)) emit_task_updates(t, t.cached || replayed);
+  if (messages) emit_task_messages(t);
   if (replayed) return;
   if (!t.interrupts.empty()) {
     // LangGraph: an updates chunk {"__interrupt__": [...]} and, in values mode, the state the
