@@ -372,8 +372,9 @@ json body_object(const ApiRequest& request) {
 
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
          std::shared_ptr<Store> store, RunLimits limits, const ClusterOptions* cluster,
-         ThreadTtlOptions ttl)
-    : graphs_(std::move(graphs)),
+         ThreadTtlOptions ttl, std::shared_ptr<const Auth> auth)
+    : auth_(std::move(auth)),
+      graphs_(std::move(graphs)),
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
@@ -406,6 +407,76 @@ void Api::set_self(std::string base_url, std::string api_key) {
 
 ThreadPool* Api::blocking_pool() const noexcept {
   return runs_->blocking_pool();
+}
+
+json Access::metadata_or(const json& given) const {
+  if (value.is_null()) return given;
+  const auto it = value.find("metadata");
+  if (it == value.end() || it->is_null()) return json::object();
+  if (!it->is_object()) throw ApiError{422, "'metadata' must be an object"};
+  return *it;
+}
+
+Access Api::run_auth_handler(const AuthUser& user, std::string_view resource,
+                             std::string_view action, json value) const {
+  Access access;
+  try {
+    access.filters = auth_->authorize(user, resource, action, value);
+  } catch (const HttpException& e) {
+    throw ApiError{e.status(), e.what()};
+  }
+  access.value = std::move(value);
+  return access;
+}
+
+json Api::thread_access(const ApiRequest& request, const std::string& thread_id,
+                        std::string_view action) const {
+  const Access access = authorize(request, "threads", action, [&] {
+    return json{{"thread_id", thread_id}};
+  });
+  json thread = threads_->require(thread_id);
+  if (!access.allows(thread["metadata"])) {
+    throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
+  }
+  return thread;
+}
+
+Access Api::create_run_access(const ApiRequest& request, const std::string& thread_id) const {
+  return authorize(request, "threads", "create_run", [&] {
+    const json body = body_object(request);
+    json kwargs = json::object();
+    for (const char* field : {"input", "command", "config", "context", "stream_mode",
+                              "interrupt_before", "interrupt_after", "webhook"}) {
+      kwargs[field] = body.value(field, json());
+    }
+    return json{
+        {"thread_id", thread_id.empty() ? json() : json(thread_id)},
+        {"assistant_id", body.value("assistant_id", json())},
+        {"run_id", nullptr},
+        {"status", "pending"},
+        {"metadata", metadata_field(body)},
+        {"prevent_insert_if_inflight", body.value("multitask_strategy", json()) == "reject"},
+        {"multitask_strategy", body.value("multitask_strategy", json("reject"))},
+        {"if_not_exists", body.value("if_not_exists", json("reject"))},
+        {"after_seconds", body.value("after_seconds", json(0))},
+        {"kwargs", std::move(kwargs)}};
+  });
+}
+
+Access Api::cron_access(const ApiRequest& request, const std::string& thread_id) const {
+  return authorize(request, "crons", "create", [&] {
+    json body = body_object(request);
+    json value = {{"cron_id", nullptr},
+                  {"thread_id", thread_id.empty() ? json() : json(thread_id)},
+                  {"schedule", body.value("schedule", json())},
+                  {"end_time", body.value("end_time", json())},
+                  {"metadata", metadata_field(body)}};
+    body.erase("schedule");
+    body.erase("end_time");
+    body.erase("metadata");
+    value["payload"] = std::move(body);
+    return value;
+  });
 }
 
 ApiResponse Api::handle(const ApiRequest& request) const {
@@ -458,14 +529,32 @@ ApiResponse Api::route(const ApiRequest& request) const {
   if (!p.empty() && p[0] == "threads") return route_threads(request);
   if (!p.empty() && p[0] == "store") return route_store(request);
   if (!p.empty() && p[0] == "runs") {
-    if (p.size() == 1 && m == "POST") return runs_->create({}, request, std::nullopt);
+    if (p.size() == 1 && m == "POST") {
+      return runs_->create({}, request, std::nullopt, create_run_access(request, {}));
+    }
     if (p.size() == 2 && p[1] == "stream" && m == "POST") {
-      return runs_->create({}, request, RunFollow::Kind::stream);
+      return runs_->create({}, request, RunFollow::Kind::stream, create_run_access(request, {}));
     }
     if (p.size() == 2 && p[1] == "wait" && m == "POST") {
-      return runs_->create({}, request, RunFollow::Kind::result);
+      return runs_->create({}, request, RunFollow::Kind::result, create_run_access(request, {}));
     }
-    if (p.size() == 2 && p[1] == "cancel" && m == "POST") return runs_->cancel_many(request);
+    if (p.size() == 2 && p[1] == "cancel" && m == "POST") {
+      if (!authorizing(request)) return runs_->cancel_many(request);
+      const json body = body_object(request);
+      const Access access = authorize(request, "threads", "update", [&] {
+        return json{{"thread_id", body.value("thread_id", json())},
+                    {"action", request.query.count("action") != 0
+                                   ? json(request.query.find("action")->second)
+                                   : json("interrupt")},
+                    {"metadata",
+                     {{"run_ids", body.value("run_ids", json())},
+                      {"status", body.value("status", json())}}}};
+      });
+      return runs_->cancel_many(request, [&](const std::string& thread_id) {
+        const std::optional<json> thread = threads_->lookup(thread_id);
+        return thread && access.allows((*thread)["metadata"]);
+      });
+    }
     if (p.size() >= 2 && p[1] == "crons") return route_crons(request);
   }
   if (!p.empty() && p[0] == "assistants") return route_assistants(request);
@@ -475,12 +564,31 @@ ApiResponse Api::route(const ApiRequest& request) const {
 ApiResponse Api::route_crons(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  if (p.size() == 2) return crons_->create({}, request);
-  if (p.size() == 3 && p[2] == "search") return crons_->search(request);
-  if (p.size() == 3 && p[2] == "count") return crons_->count(request);
-  if (p.size() == 3 && m == "PATCH") return crons_->update(p[2], request);
+  if (p.size() == 2) return crons_->create({}, request, cron_access(request, {}));
+  if (p.size() == 3 && (p[2] == "search" || p[2] == "count")) {
+    const Access access = authorize(request, "crons", "search", [&] {
+      const json body = body_object(request);
+      return json{{"assistant_id", body.value("assistant_id", json())},
+                  {"thread_id", body.value("thread_id", json())},
+                  {"metadata", body.value("metadata", json())},
+                  {"limit", body.value("limit", json())},
+                  {"offset", body.value("offset", json())}};
+    });
+    return p[2] == "search" ? crons_->search(request, access) : crons_->count(request, access);
+  }
+  if (p.size() == 3 && m == "PATCH") {
+    const Access access = authorize(request, "crons", "update", [&] {
+      json value = body_object(request);
+      value["cron_id"] = p[2];
+      if (!value.contains("metadata")) value["metadata"] = json::object();
+      return value;
+    });
+    return crons_->update(p[2], request, access);
+  }
   if (p.size() == 3 && m == "DELETE") {
-    crons_->remove(p[2]);
+    crons_->remove(p[2], authorize(request, "crons", "delete", [&] {
+                     return json{{"cron_id", p[2]}};
+                   }));
     return no_content();
   }
   throw no_route(request);
@@ -493,15 +601,64 @@ AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
 ApiResponse Api::route_assistants(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  if (p.size() == 1) return assistants_->create(request);
+  // The fields of a create or update body a handler sees.
+  const auto fields = [&](const std::string& assistant_id) {
+    const json body = body_object(request);
+    json value = {{"assistant_id",
+                   assistant_id.empty() ? body.value("assistant_id", json()) : json(assistant_id)},
+                  {"metadata", metadata_field(body)}};
+    for (const char* field : {"graph_id", "config", "context", "name", "description"}) {
+      value[field] = body.value(field, json());
+    }
+    if (assistant_id.empty()) value["if_exists"] = body.value("if_exists", json());
+    return value;
+  };
+  // With authorization: the assistant `p[1]` when the user may do `action` on it (404 when the
+  // handler's filter hides it), and the decision.
+  const auto gate = [&](std::string_view action, auto make_value) {
+    const Access access = authorize(request, "assistants", action, make_value);
+    if (authorizing(request) && !access.allows(assistants_->resolve(p[1]).assistant["metadata"])) {
+      throw ApiError{404, fmt::format("assistant '{}' not found", p[1])};
+    }
+    return access;
+  };
+  const auto id_only = [&] { return json{{"assistant_id", p[1]}}; };
+  if (p.size() == 1) {
+    return assistants_->create(
+        request, authorize(request, "assistants", "create", [&] { return fields({}); }));
+  }
   if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
-    return p[1] == "search" ? assistants_->search(request) : assistants_->count(request);
+    const Access access = authorize(request, "assistants", "search", [&] {
+      const json body = body_object(request);
+      return json{{"graph_id", body.value("graph_id", json())},
+                  {"metadata", body.value("metadata", json())},
+                  {"limit", body.value("limit", json())},
+                  {"offset", body.value("offset", json())}};
+    });
+    return p[1] == "search" ? assistants_->search(request, access)
+                            : assistants_->count(request, access);
   }
   if (p.size() == 2) {
-    if (m == "GET") return json_response(assistants_->resolve(p[1]).assistant);
-    if (m == "PATCH") return assistants_->patch(p[1], request);
-    if (m == "DELETE") return delete_assistant(request);
+    if (m == "GET") {
+      (void)gate("read", id_only);
+      return json_response(assistants_->resolve(p[1]).assistant);
+    }
+    if (m == "PATCH") {
+      return assistants_->patch(p[1], request, gate("update", [&] { return fields(p[1]); }));
+    }
+    if (m == "DELETE") {
+      (void)gate("delete", id_only);
+      return delete_assistant(request);
+    }
   }
+  if (p.size() == 3 && p[2] == "latest") {
+    (void)gate("update", [&] {
+      return json{{"assistant_id", p[1]},
+                  {"version", body_object(request).value("version", json())}};
+    });
+    return assistants_->set_latest(p[1], request);
+  }
+  (void)gate("read", id_only);  // the graph, its schemas and subgraphs, the versions
   if (p.size() == 3 && p[2] == "graph") {
     const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
     const auto format = request.query.find("format");
@@ -519,10 +676,7 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
     schemas["graph_id"] = entry.graph_id;
     return json_response(schemas);
   }
-  if (p.size() == 3 && (p[2] == "versions" || p[2] == "latest")) {
-    return p[2] == "versions" ? assistants_->versions(p[1], request)
-                              : assistants_->set_latest(p[1], request);
-  }
+  if (p.size() == 3 && p[2] == "versions") return assistants_->versions(p[1], request);
   throw no_route(request);
 }
 

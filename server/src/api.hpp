@@ -1,5 +1,6 @@
 #pragma once
 // The server's request handling, apart from the network: a parsed request in, a response out.
+#include <stategraph/server/auth.hpp>
 #include <stategraph/server/server.hpp>
 #include <stategraph/store/store.hpp>
 
@@ -34,6 +35,23 @@ struct ApiRequest {
   std::multimap<std::string, std::string> query;
   std::string body;
   std::string last_event_id;  // the Last-Event-ID header (a resumed stream); empty when absent
+  /// Who sent it, when the server authenticates (ServerOptions::auth); null otherwise.
+  std::shared_ptr<const AuthUser> user{};
+};
+
+/// What the authorization handler of a request's action decided (Api::authorize).
+struct Access {
+  /// The filter of the records the action may reach; null: every record.
+  nlohmann::json filters;
+  /// The action's fields as the handler left them; null when no handler ran.
+  nlohmann::json value;
+  /// Whether the filter lets the action reach a record with `metadata`.
+  [[nodiscard]] bool allows(const nlohmann::json& metadata) const {
+    return filters.is_null() || Auth::matches(metadata, filters);
+  }
+  /// The metadata the action should write: the handler's (value.metadata) when it ran, else
+  /// `given`.
+  [[nodiscard]] nlohmann::json metadata_or(const nlohmann::json& given) const;
 };
 
 struct RunFollow;
@@ -222,8 +240,9 @@ struct RunFollow {
 class ThreadRegistry {
  public:
   explicit ThreadRegistry(std::shared_ptr<Store> records);
-  /// POST /threads: {metadata, thread_id, if_exists}.
-  [[nodiscard]] ApiResponse create(const ApiRequest& request);
+  /// POST /threads: {metadata, thread_id, if_exists, ttl}; `access` may replace the metadata,
+  /// and an existing thread it does not allow is a 409.
+  [[nodiscard]] ApiResponse create(const ApiRequest& request, const Access& access = {});
   /// A new idle thread record with `metadata` (or the existing one). Throws ApiError 422 for a
   /// non-UUID id.
   nlohmann::json create_record(const std::string& thread_id, const nlohmann::json& metadata);
@@ -231,8 +250,10 @@ class ThreadRegistry {
   [[nodiscard]] nlohmann::json require(const std::string& thread_id) const;
   /// The thread record, or nullopt.
   [[nodiscard]] std::optional<nlohmann::json> find(const std::string& thread_id) const;
-  /// PATCH /threads/{id}: metadata merged (shallow).
-  [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request);
+  /// PATCH /threads/{id}: metadata merged (shallow); `access` may replace the metadata given,
+  /// and a thread it does not allow is a 404.
+  [[nodiscard]] ApiResponse patch(const std::string& thread_id, const ApiRequest& request,
+                                  const Access& access = {});
   /// The record without a cluster's busy status (cheaper than find() there), or nullopt.
   [[nodiscard]] std::optional<nlohmann::json> lookup(const std::string& thread_id) const;
   /// Sets the status (and merges `metadata` into the record's); no effect on a deleted thread.
@@ -246,8 +267,9 @@ class ThreadRegistry {
   /// Every thread's own TTL ({"ttl": minutes, "strategy": "delete" or "keep_latest"}), by
   /// thread id: set by a `ttl` of POST /threads or PATCH /threads/{id}.
   [[nodiscard]] std::map<std::string, nlohmann::json> ttls() const;
-  /// The records that pass the filters of a POST /threads/search body (not paged).
-  [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body) const;
+  /// The records that pass the filters of a POST /threads/search body and `access` (not paged).
+  [[nodiscard]] std::vector<nlohmann::json> search(const nlohmann::json& body,
+                                                   const Access& access = {}) const;
   /// Every record (for the start-up sweep).
   [[nodiscard]] std::vector<nlohmann::json> all() const;
   /// A thread's status as a cluster keeps it, outside its record: "busy" while it has an active
@@ -326,16 +348,21 @@ class AssistantRegistry {
   [[nodiscard]] Resolved resolve(const std::string& id) const;
   /// POST /assistants: {graph_id, assistant_id, config, context, metadata, if_exists, name,
   /// description}. Throws ApiError 404 (unknown graph), 409 (exists) or 422.
-  [[nodiscard]] ApiResponse create(const ApiRequest& request);
-  /// PATCH /assistants/{id}: a new version with the given fields (metadata merged).
-  [[nodiscard]] ApiResponse patch(const std::string& id, const ApiRequest& request);
+  /// `access` (assistants:create) may replace the metadata; an existing assistant it does not
+  /// allow is a 409.
+  [[nodiscard]] ApiResponse create(const ApiRequest& request, const Access& access = {});
+  /// PATCH /assistants/{id}: a new version with the given fields (metadata merged; `access`, of
+  /// assistants:update, may replace the metadata given).
+  [[nodiscard]] ApiResponse patch(const std::string& id, const ApiRequest& request,
+                                  const Access& access = {});
   /// Deletes a created assistant and its versions. Throws ApiError 404 or 409 (a system
   /// assistant).
   void remove(const std::string& id);
   /// POST /assistants/search: {graph_id, name (a part, any case), metadata, paging}.
-  [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
-  /// POST /assistants/count: how many assistants pass the search filters.
-  [[nodiscard]] ApiResponse count(const ApiRequest& request) const;
+  /// Only the assistants `access` (assistants:search) allows.
+  [[nodiscard]] ApiResponse search(const ApiRequest& request, const Access& access = {}) const;
+  /// POST /assistants/count: how many assistants pass the search filters and `access`.
+  [[nodiscard]] ApiResponse count(const ApiRequest& request, const Access& access = {}) const;
   /// POST /assistants/{id}/versions: {limit, offset, metadata}, newest first.
   [[nodiscard]] ApiResponse versions(const std::string& id, const ApiRequest& request) const;
   /// POST /assistants/{id}/latest: {version} becomes the assistant's current configuration.
@@ -349,7 +376,8 @@ class AssistantRegistry {
   [[nodiscard]] std::optional<nlohmann::json> created(const std::string& assistant_id) const;
   [[nodiscard]] nlohmann::json require_created(const std::string& id,
                                                std::string_view change) const;
-  [[nodiscard]] std::vector<nlohmann::json> matching(const nlohmann::json& body) const;
+  [[nodiscard]] std::vector<nlohmann::json> matching(const nlohmann::json& body,
+                                                     const Access& access) const;
   [[nodiscard]] std::vector<nlohmann::json> all_versions(const std::string& id) const;
 
   const std::vector<GraphEntry>& graphs_;
@@ -367,7 +395,8 @@ class Api {
   /// `records` keeps threads and runs; `store` serves /store; runs execute within `limits`,
   /// queued in PostgreSQL for many processes when `cluster` is given.
   Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
-      RunLimits limits, const ClusterOptions* cluster = nullptr, ThreadTtlOptions ttl = {});
+      RunLimits limits, const ClusterOptions* cluster = nullptr, ThreadTtlOptions ttl = {},
+      std::shared_ptr<const Auth> auth = nullptr);
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -391,12 +420,34 @@ class Api {
   [[nodiscard]] const GraphEntry* thread_graph(const nlohmann::json& thread) const;
   /// The Thread object of a record, with `values` and `interrupts` of its latest checkpoint.
   [[nodiscard]] nlohmann::json thread_view(nlohmann::json thread) const;
+  /// Runs the authorization handler of `resource`:`action` for the request's user on the value
+  /// `make_value()` makes; no handler runs (and no value is made) without a user. Throws
+  /// ApiError: 403 when denied, or the status of the handler's HttpException.
+  template <class MakeValue>
+  [[nodiscard]] Access authorize(const ApiRequest& request, std::string_view resource,
+                                 std::string_view action, MakeValue&& make_value) const {
+    if (!auth_ || !request.user) return {};
+    return run_auth_handler(*request.user, resource, action, make_value());
+  }
+  /// The thread record `thread_id` when the request may do `action` on it (value
+  /// {thread_id}). Throws ApiError 404 when it does not exist or the handler's filter hides it,
+  /// 422 for a malformed id, or what authorize() throws.
+  [[nodiscard]] nlohmann::json thread_access(const ApiRequest& request,
+                                             const std::string& thread_id,
+                                             std::string_view action) const;
+  /// Whether authorization handlers run for `request` (the server authenticates its user).
+  [[nodiscard]] bool authorizing(const ApiRequest& request) const noexcept {
+    return auth_ && request.user;
+  }
+
   /// Deletes, or prunes to their newest checkpoints, the threads whose TTL (their own, or
   /// ThreadTtlOptions::default_ttl) passed at `now` without a change; not those with a run in
   /// progress. Returns how many. The sweep calls it every ThreadTtlOptions::sweep_interval.
   std::size_t sweep_expired_threads(std::chrono::system_clock::time_point now) const;
 
  private:
+  [[nodiscard]] Access run_auth_handler(const AuthUser& user, std::string_view resource,
+                                        std::string_view action, nlohmann::json value) const;
   [[nodiscard]] ApiResponse route(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_assistants(const ApiRequest& request) const;
   /// GET /assistants/{id}/graph?format=svg: the graph's picture (render_graph_picture), made once.
@@ -406,7 +457,8 @@ class Api {
   [[nodiscard]] ApiResponse route_thread_state(const ApiRequest& request,
                                                const nlohmann::json& thread) const;
   [[nodiscard]] ApiResponse delete_thread(const std::string& thread_id) const;
-  [[nodiscard]] ApiResponse copy_thread(const std::string& thread_id) const;
+  [[nodiscard]] ApiResponse copy_thread(const ApiRequest& request,
+                                        const std::string& thread_id) const;
   /// POST /threads/prune {thread_ids, strategy: delete (default) or keep_latest}.
   [[nodiscard]] ApiResponse prune_threads(const ApiRequest& request) const;
   /// Prunes one thread with `strategy` (its record, checkpoints and crons go with delete_all);
@@ -414,7 +466,13 @@ class Api {
   bool prune_thread(const std::string& thread_id, PruneStrategy strategy) const;
   [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_crons(const ApiRequest& request) const;
+  /// threads:create_run of a run create request on `thread_id` (empty: stateless).
+  [[nodiscard]] Access create_run_access(const ApiRequest& request,
+                                         const std::string& thread_id) const;
+  /// crons:create of a cron create request on `thread_id` (empty: stateless).
+  [[nodiscard]] Access cron_access(const ApiRequest& request, const std::string& thread_id) const;
 
+  std::shared_ptr<const Auth> auth_;
   std::vector<GraphEntry> graphs_;
   std::unique_ptr<AssistantRegistry> assistants_;
   std::unique_ptr<ThreadRegistry> threads_;
@@ -449,8 +507,11 @@ class RunManager {
 
   /// POST /threads/{id}/runs[/stream|/wait] (thread_id set) and POST /runs[/stream|/wait]
   /// (stateless). `kind` is how the response follows the run (nullopt: the Run object).
+  /// `access`: what the thread's create_run authorization decided (the metadata, the threads
+  /// the run may use); the request's user goes into the run's configurable as
+  /// langgraph_auth_user, langgraph_auth_user_id and langgraph_auth_permissions.
   [[nodiscard]] ApiResponse create(const std::string& thread_id, const ApiRequest& request,
-                                   std::optional<RunFollow::Kind> kind);
+                                   std::optional<RunFollow::Kind> kind, const Access& access = {});
   /// GET /threads/{id}/runs.
   [[nodiscard]] ApiResponse list(const std::string& thread_id, const ApiRequest& request) const;
   /// GET /threads/{id}/runs/{run_id}.
@@ -464,8 +525,11 @@ class RunManager {
   /// POST .../cancel?wait=&action=interrupt|rollback.
   [[nodiscard]] ApiResponse cancel(const std::string& thread_id, const std::string& run_id,
                                    const ApiRequest& request);
-  /// POST /runs/cancel {thread_id, run_ids, status}?action=.
-  [[nodiscard]] ApiResponse cancel_many(const ApiRequest& request);
+  /// POST /runs/cancel {thread_id, run_ids, status}?action=: the runs of the threads that
+  /// `may_cancel` allows (all when empty).
+  [[nodiscard]] ApiResponse cancel_many(
+      const ApiRequest& request,
+      const std::function<bool(const std::string& thread_id)>& may_cancel = {});
   /// DELETE /threads/{id}/runs/{run_id}.
   [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
   /// Whether the thread has a pending or running run.
@@ -488,7 +552,8 @@ class RunManager {
   /// A run from a create request's body (its thread resolved: created when asked to). Throws
   /// ApiError 4xx for a bad field.
   [[nodiscard]] std::shared_ptr<Run> parse(const std::string& thread_id, const nlohmann::json& body,
-                                           std::optional<RunFollow::Kind> kind);
+                                           std::optional<RunFollow::Kind> kind,
+                                           const Access& access, const AuthUser* user);
   /// The response to a create: the Run object (`record`) or the run followed as `kind`.
   [[nodiscard]] static ApiResponse respond(const std::shared_ptr<Run>& run,
                                            const nlohmann::json& record,

@@ -106,7 +106,7 @@ json AssistantRegistry::require_created(const std::string& id, std::string_view 
   return found.assistant;
 }
 
-ApiResponse AssistantRegistry::create(const ApiRequest& request) {
+ApiResponse AssistantRegistry::create(const ApiRequest& request, const Access& access) {
   const json body = body_object(request);
   const std::string graph_id = string_field(body, "graph_id");
   if (graph_id.empty()) throw ApiError{422, "'graph_id' is required"};
@@ -128,7 +128,7 @@ ApiResponse AssistantRegistry::create(const ApiRequest& request) {
                     {"graph_id", graph_id},
                     {"config", object_field(body, "config")},
                     {"context", object_field(body, "context")},
-                    {"metadata", metadata_field(body)},
+                    {"metadata", access.metadata_or(metadata_field(body))},
                     {"name", name},
                     {"description", description.empty() ? json() : json(description)},
                     {"version", 1},
@@ -137,11 +137,15 @@ ApiResponse AssistantRegistry::create(const ApiRequest& request) {
   std::lock_guard lock(mu_);
   for (const auto& g : graphs_) {
     if (g.assistant["assistant_id"] != id) continue;
-    if (if_exists == "do_nothing") return json_response(g.assistant);
+    if (if_exists == "do_nothing" && access.allows(g.assistant["metadata"])) {
+      return json_response(g.assistant);
+    }
     throw ApiError{409, fmt::format("assistant '{}' already exists", id)};
   }
   if (auto existing = created(id)) {
-    if (if_exists == "do_nothing") return json_response(*existing);
+    if (if_exists == "do_nothing" && access.allows((*existing)["metadata"])) {
+      return json_response(*existing);
+    }
     throw ApiError{409, fmt::format("assistant '{}' already exists", id)};
   }
   records_->put(assistant_versions_namespace(id), version_key(1), version_of(assistant));
@@ -149,7 +153,8 @@ ApiResponse AssistantRegistry::create(const ApiRequest& request) {
   return json_response(assistant);
 }
 
-ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& request) {
+ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& request,
+                                     const Access& access) {
   const json body = body_object(request);
   std::lock_guard lock(mu_);
   json assistant = require_created(id, "changed");
@@ -163,7 +168,7 @@ ApiResponse AssistantRegistry::patch(const std::string& id, const ApiRequest& re
   for (const char* name : {"name", "description"}) {
     if (std::string value = string_field(body, name); !value.empty()) assistant[name] = value;
   }
-  const json metadata = metadata_field(body);
+  const json metadata = access.metadata_or(metadata_field(body));
   for (auto it = metadata.begin(); it != metadata.end(); ++it) {
     assistant["metadata"][it.key()] = *it;
   }
@@ -187,7 +192,7 @@ void AssistantRegistry::remove(const std::string& id) {
   records_->remove(assistants_namespace(), assistant_id);
 }
 
-std::vector<json> AssistantRegistry::matching(const json& body) const {
+std::vector<json> AssistantRegistry::matching(const json& body, const Access& access) const {
   const std::string graph_id = string_field(body, "graph_id");
   const std::string name = string_field(body, "name");
   const json metadata = metadata_field(body);
@@ -200,21 +205,21 @@ std::vector<json> AssistantRegistry::matching(const json& body) const {
   for (auto& a : all) {
     if (!graph_id.empty() && a["graph_id"] != graph_id) continue;
     if (!name.empty() && !contains_ignoring_case(a.value("name", ""), name)) continue;
-    if (!contains(a["metadata"], metadata)) continue;
+    if (!contains(a["metadata"], metadata) || !access.allows(a["metadata"])) continue;
     found.push_back(std::move(a));
   }
   return found;
 }
 
-ApiResponse AssistantRegistry::search(const ApiRequest& request) const {
+ApiResponse AssistantRegistry::search(const ApiRequest& request, const Access& access) const {
   const json body = body_object(request);
   const SearchPage page =
       search_page(body, {"assistant_id", "graph_id", "name", "created_at", "updated_at"});
-  return paged_response(matching(body), page);
+  return paged_response(matching(body, access), page);
 }
 
-ApiResponse AssistantRegistry::count(const ApiRequest& request) const {
-  return json_response(matching(body_object(request)).size());
+ApiResponse AssistantRegistry::count(const ApiRequest& request, const Access& access) const {
+  return json_response(matching(body_object(request), access).size());
 }
 
 std::vector<json> AssistantRegistry::all_versions(const std::string& id) const {

@@ -201,7 +201,8 @@ json Crons::require(const std::string& cron_id) const {
   return item->value;
 }
 
-ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& request) {
+ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& request,
+                          const Access& access) {
   const json body = body_object(request);
   const std::string assistant_id = string_field(body, "assistant_id");
   if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
@@ -228,9 +229,9 @@ ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& reques
                  {"created_at", now},
                  {"updated_at", now},
                  {"payload", json::object()},
-                 {"user_id", json()},
+                 {"user_id", request.user ? json(request.user->identity) : json()},
                  {"next_run_date", json()},
-                 {"metadata", metadata_field(body)},
+                 {"metadata", access.metadata_or(metadata_field(body))},
                  {"enabled", true}};
   read_schedule_fields(body, record);
   if (thread_id.empty()) {
@@ -239,6 +240,13 @@ ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& reques
   json& payload = record["payload"];
   payload["assistant_id"] = assistant_id;
   read_payload_fields(body, payload);
+  if (request.user) {  // the runs it makes run as its creator
+    json& configurable = payload["config"]["configurable"];
+    if (!configurable.is_object()) configurable = json::object();
+    configurable["langgraph_auth_user"] = request.user->to_json();
+    configurable["langgraph_auth_user_id"] = request.user->identity;
+    configurable["langgraph_auth_permissions"] = request.user->permissions;
+  }
   resolved.graph->graph->check_input(payload.value("input", json()), json());
   schedule_next(record, now_seconds());
   {
@@ -249,12 +257,16 @@ ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& reques
   return json_response(view(std::move(record)));
 }
 
-ApiResponse Crons::update(const std::string& cron_id, const ApiRequest& request) {
+ApiResponse Crons::update(const std::string& cron_id, const ApiRequest& request,
+                          const Access& access) {
   const json body = body_object(request);
   json record;
   {
     auto held = lock(cron_id);
     record = require(cron_id);
+    if (!access.allows(record["metadata"])) {
+      throw ApiError{404, fmt::format("cron '{}' not found", cron_id)};
+    }
     read_schedule_fields(body, record);
     if (const auto it = body.find("on_run_completed"); it != body.end() && !it->is_null()) {
       if (!record["thread_id"].is_null()) {
@@ -267,8 +279,9 @@ ApiResponse Crons::update(const std::string& cron_id, const ApiRequest& request)
     const AssistantRegistry::Resolved resolved = api_.assistant(record["assistant_id"]);
     resolved.graph->graph->check_input(payload.value("input", json()), json());
     record["payload"] = std::move(payload);
-    if (const auto it = body.find("metadata"); it != body.end() && !it->is_null()) {
-      const json metadata = metadata_field(body);
+    if (const auto it = body.find("metadata");
+        (it != body.end() && !it->is_null()) || !access.value.is_null()) {
+      const json metadata = access.metadata_or(metadata_field(body));
       for (const auto& [key, value] : metadata.items()) record["metadata"][key] = value;
     }
     schedule_next(record, now_seconds());
@@ -279,9 +292,11 @@ ApiResponse Crons::update(const std::string& cron_id, const ApiRequest& request)
   return json_response(view(std::move(record)));
 }
 
-void Crons::remove(const std::string& cron_id) {
+void Crons::remove(const std::string& cron_id, const Access& access) {
   auto held = lock(cron_id);
-  (void)require(cron_id);
+  if (!access.allows(require(cron_id)["metadata"])) {
+    throw ApiError{404, fmt::format("cron '{}' not found", cron_id)};
+  }
   records_->remove(crons_namespace(), cron_id);
 }
 
@@ -294,7 +309,7 @@ void Crons::remove_thread(const std::string& thread_id) {
   }
 }
 
-std::vector<json> Crons::matching(const json& body) const {
+std::vector<json> Crons::matching(const json& body, const Access& access) const {
   std::string assistant_id = string_field(body, "assistant_id");
   if (!assistant_id.empty() && !is_uuid(assistant_id)) {
     // A graph id names its system assistant, as in a run.
@@ -318,12 +333,13 @@ std::vector<json> Crons::matching(const json& body) const {
     if (!thread_id.empty() && cron.value("thread_id", json()) != thread_id) continue;
     if (enabled && cron.value("enabled", true) != *enabled) continue;
     if (!contains(cron.value("metadata", json::object()), metadata)) continue;
+    if (!access.allows(cron.value("metadata", json::object()))) continue;
     out.push_back(view(std::move(item.item.value)));
   }
   return out;
 }
 
-ApiResponse Crons::search(const ApiRequest& request) const {
+ApiResponse Crons::search(const ApiRequest& request, const Access& access) const {
   const json body = body_object(request);
   const SearchPage page = search_page(
       body, {"cron_id", "assistant_id", "thread_id", "created_at", "updated_at", "next_run_date"});
@@ -331,13 +347,13 @@ ApiResponse Crons::search(const ApiRequest& request) const {
   const bool with_now =
       std::find(page.select.begin(), page.select.end(), "now") != page.select.end();
   const std::string now = iso_timestamp_now();
-  return paged_response(matching(body), page, [&](json& cron) {
+  return paged_response(matching(body, access), page, [&](json& cron) {
     if (with_now) cron["now"] = now;
   });
 }
 
-ApiResponse Crons::count(const ApiRequest& request) const {
-  return json_response(matching(body_object(request)).size());
+ApiResponse Crons::count(const ApiRequest& request, const Access& access) const {
+  return json_response(matching(body_object(request), access).size());
 }
 
 std::optional<sys_seconds> Crons::fire_due(sys_seconds now) {

@@ -45,16 +45,23 @@ class Crons {
 
   /// POST /threads/{id}/runs/crons (`thread_id` set) and POST /runs/crons: the Cron object.
   /// Throws ApiError 404 (assistant, thread) or 422 (schedule, timezone, end_time, a run field).
-  [[nodiscard]] ApiResponse create(const std::string& thread_id, const ApiRequest& request);
+  /// `access` (crons:create) may replace the metadata; the request's user becomes the cron's
+  /// user_id and the langgraph_auth_* of its runs' configurable.
+  [[nodiscard]] ApiResponse create(const std::string& thread_id, const ApiRequest& request,
+                                   const Access& access = {});
   /// PATCH /runs/crons/{id}: the given fields change (metadata merged); a new schedule,
   /// timezone or enabling recomputes next_run_date. Throws ApiError 404 or 422.
-  [[nodiscard]] ApiResponse update(const std::string& cron_id, const ApiRequest& request);
+  /// A cron `access` (crons:update) does not allow is a 404; it may replace the metadata.
+  [[nodiscard]] ApiResponse update(const std::string& cron_id, const ApiRequest& request,
+                                   const Access& access = {});
   /// DELETE /runs/crons/{id}. Throws ApiError 404.
-  void remove(const std::string& cron_id);
+  /// A cron `access` (crons:delete) does not allow is a 404.
+  void remove(const std::string& cron_id, const Access& access = {});
   /// POST /runs/crons/search: {assistant_id, thread_id, enabled, metadata, paging, select}.
-  [[nodiscard]] ApiResponse search(const ApiRequest& request) const;
+  /// Only the crons `access` (crons:search) allows.
+  [[nodiscard]] ApiResponse search(const ApiRequest& request, const Access& access = {}) const;
   /// POST /runs/crons/count: {assistant_id, thread_id, metadata}.
-  [[nodiscard]] ApiResponse count(const ApiRequest& request) const;
+  [[nodiscard]] ApiResponse count(const ApiRequest& request, const Access& access = {}) const;
   /// Deletes the crons of a deleted thread.
   void remove_thread(const std::string& thread_id);
 
@@ -66,7 +73,8 @@ class Crons {
   /// next due time; returns that time (none: no more).
   std::optional<std::chrono::sys_seconds> fire(const std::string& cron_id,
                                                std::chrono::sys_seconds now);
-  [[nodiscard]] std::vector<nlohmann::json> matching(const nlohmann::json& body) const;
+  [[nodiscard]] std::vector<nlohmann::json> matching(const nlohmann::json& body,
+                                                     const Access& access) const;
   [[nodiscard]] nlohmann::json require(const std::string& cron_id) const;
   /// The local and (with a cluster) shared lock of one cron's record.
   [[nodiscard]] std::pair<std::unique_lock<std::mutex>, std::shared_ptr<void>> lock(

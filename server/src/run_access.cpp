@@ -129,7 +129,8 @@ ApiResponse RunManager::cancel(const std::string& thread_id, const std::string& 
   return response;
 }
 
-ApiResponse RunManager::cancel_many(const ApiRequest& request) {
+ApiResponse RunManager::cancel_many(const ApiRequest& request,
+                                    const std::function<bool(const std::string&)>& may_cancel) {
   const json body = body_object(request);
   const std::string action = cancel_action(request);
   const std::string thread_id = string_field(body, "thread_id");
@@ -140,6 +141,7 @@ ApiResponse RunManager::cancel_many(const ApiRequest& request) {
     if (!run_ids.empty() && std::find(run_ids.begin(), run_ids.end(), id) == run_ids.end()) {
       continue;
     }
+    if (may_cancel && !may_cancel(thread)) continue;
     try {
       (void)queue_->cancel(thread, id, action, /*wait=*/false);
     } catch (const ApiError&) {

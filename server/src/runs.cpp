@@ -179,8 +179,9 @@ ThreadPool* RunManager::blocking_pool() const noexcept {
 }
 
 ApiResponse RunManager::create(const std::string& thread_id, const ApiRequest& request,
-                               std::optional<RunFollow::Kind> kind) {
-  const std::shared_ptr<Run> run = parse(thread_id, body_object(request), kind);
+                               std::optional<RunFollow::Kind> kind, const Access& access) {
+  const std::shared_ptr<Run> run =
+      parse(thread_id, body_object(request), kind, access, request.user.get());
   const json record = run->record;  // as created: its execution changes it from now on
   std::shared_ptr<void> listening;
   if (kind == RunFollow::Kind::stream) listening = run->channel->listen();  // before it starts
@@ -189,7 +190,8 @@ ApiResponse RunManager::create(const std::string& thread_id, const ApiRequest& r
 }
 
 std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const json& body,
-                                       std::optional<RunFollow::Kind> kind) {
+                                       std::optional<RunFollow::Kind> kind, const Access& access,
+                                       const AuthUser* user) {
   const std::string assistant_id = string_field(body, "assistant_id");
   if (assistant_id.empty()) throw ApiError{422, "'assistant_id' is required"};
   const AssistantRegistry::Resolved resolved = api_.assistant(assistant_id);
@@ -234,15 +236,29 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
     throw ApiError{422, "'command' must be an object ({resume, update, goto})"};
   }
   graph.graph->check_input(run->input, run->command);  // 422 now rather than a failed run
-  const json user_metadata = metadata_field(body);
+  const json user_metadata = access.metadata_or(metadata_field(body));
   RunConfig& config = run->config;
   json configurable = read_config(body, assistant, config);
+  if (user != nullptr) {  // what the graph may trust: never the client's own values
+    configurable["langgraph_auth_user"] = user->to_json();
+    configurable["langgraph_auth_user_id"] = user->identity;
+    configurable["langgraph_auth_permissions"] = user->permissions;
+  }
   config.cancellation = run->token;
   config.run_id = run->run_id;
 
   std::string thread_id = given_thread_id;
   const json graph_metadata = {{"graph_id", graph.graph_id},
                                {"assistant_id", assistant["assistant_id"]}};
+  // A thread the run creates: with authorization, it also gets the run's metadata as the
+  // handler left it (its owner, say).
+  json new_thread_metadata = graph_metadata;
+  if (!access.value.is_null()) {
+    new_thread_metadata = user_metadata;
+    for (auto it = graph_metadata.begin(); it != graph_metadata.end(); ++it) {
+      new_thread_metadata[it.key()] = *it;
+    }
+  }
   const bool has_checkpointer = graph.graph->checkpointer() != nullptr;
   if (!stateless && !has_checkpointer) {
     throw ApiError{409, fmt::format("graph '{}' was compiled without a checkpointer: it serves "
@@ -251,9 +267,12 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
   }
   if (stateless) {
     thread_id = new_uuid4();
-    run->thread_record = threads_.create_record(thread_id, graph_metadata);
+    run->thread_record = threads_.create_record(thread_id, new_thread_metadata);
     run->delete_thread_after = on_completion == "delete";
   } else if (auto found = threads_.lookup(thread_id)) {
+    if (!access.allows((*found)["metadata"])) {
+      throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
+    }
     run->thread_record = *std::move(found);
   } else {
     if (!is_uuid(thread_id))
@@ -261,7 +280,7 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
     if (if_not_exists != "create") {
       throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
     }
-    run->thread_record = threads_.create_record(thread_id, graph_metadata);
+    run->thread_record = threads_.create_record(thread_id, new_thread_metadata);
   }
   run->thread_id = thread_id;
   if (has_checkpointer) config.thread_id = thread_id;

@@ -153,7 +153,7 @@ ServeConfig::StoreTtl read_store_ttl(const json& ttl) {
 
 ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
   if (!doc.is_object()) throw ConfigError{"", "the file must hold a JSON object"};
-  only_fields(doc, "", {"graphs", "env", "http", "store", "checkpointer", "$schema"});
+  only_fields(doc, "", {"graphs", "env", "http", "store", "checkpointer", "auth", "$schema"});
   ServeConfig out;
   if (!doc.contains("graphs")) throw ConfigError{"graphs", "is required"};
   const json& graphs = doc["graphs"];
@@ -202,6 +202,17 @@ ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
     if (!store.is_object()) throw ConfigError{"store", "must be an object"};
     only_fields(store, "store", {"ttl"});
     if (store.contains("ttl")) out.store_ttl = read_store_ttl(store["ttl"]);
+  }
+  if (doc.contains("auth")) {
+    const json& auth = doc["auth"];
+    if (!auth.is_object())
+      throw ConfigError{"auth", R"(must be an object: {"path": "LIBRARY.so"})"};
+    only_fields(auth, "auth", {"path"});
+    const auto path = auth.find("path");
+    if (path == auth.end() || !path->is_string() || path->get<std::string>().empty()) {
+      throw ConfigError{"auth.path", "must be the path of an auth library (SG_AUTH_LIBRARY)"};
+    }
+    out.auth_library = (dir / path->get<std::string>()).lexically_normal().string();
   }
   if (doc.contains("http")) {
     const json& http = doc["http"];

@@ -38,6 +38,8 @@ struct ServeConfig {
     std::chrono::milliseconds sweep_interval{std::chrono::hours(1)};
   };
   std::optional<StoreTtl> store_ttl;
+  /// auth.path, an absolute path: the auth library; empty when none.
+  std::string auth_library;
 };
 
 /// Reads `path`. Relative paths in it are taken from the file's directory. Throws sg::Error

@@ -6,6 +6,7 @@
 #include <stategraph/core/version.hpp>
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
+#include <stategraph/server/auth.hpp>
 #include <stategraph/server/serve_main.hpp>
 #include <stategraph/store/memory_store.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
@@ -137,6 +138,9 @@ void serve(const std::string& program, const ServeArgs& args,
   if (!args.cors_origins.empty()) options.cors.allow_origins = args.cors_origins;
   if (config && config->public_paths) options.public_paths = *config->public_paths;
   if (config && config->thread_ttl) options.thread_ttl = *config->thread_ttl;
+  if (config && !config->auth_library.empty()) {
+    options.auth = load_auth_library(config->auth_library);
+  }
   const TtlConfig store_ttl = config && config->store_ttl ? config->store_ttl->ttl : TtlConfig{};
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   std::string where = "in memory";
@@ -208,7 +212,7 @@ void add_serve_options(CLI::App& command, std::function<void()>& action,
   CLI::App* cmd = &command;
   cmd->add_option("--config", args->config,
                   "A stategraph.json: the graphs to serve (graph libraries, built-ins), env, "
-                  "http (cors, public_paths); docs/deploy.md")
+                  "http (cors, public_paths), auth (a handler library); docs/deploy.md")
       ->envname("STATEGRAPH_CONFIG")
       ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host,

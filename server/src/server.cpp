@@ -3,6 +3,7 @@
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/time.hpp>
+#include <stategraph/server/auth.hpp>
 #include <stategraph/server/server.hpp>
 #include <stategraph/store/memory_store.hpp>
 
@@ -236,6 +237,27 @@ struct Server::Impl {
                                      {req.target().data(), req.target().size()}, req.body());
     } catch (const server::ApiError& e) {
       return server::error_response(e.status, e.detail);
+    }
+    if (options.auth && options.auth->authenticates() && !open) {
+      AuthRequest asked{std::string(req.method_string()),
+                        std::string(path),
+                        std::string(target.substr(std::min(target.size(), path.size() + 1))),
+                        {}};
+      for (const auto& field : req) {
+        const auto name = field.name_string();
+        std::string lower(name.data(), name.size());
+        std::transform(lower.begin(), lower.end(), lower.begin(),
+                       [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+        asked.headers.emplace_back(std::move(lower),
+                                   std::string(field.value().data(), field.value().size()));
+      }
+      try {
+        request.user = std::make_shared<const AuthUser>(options.auth->authenticate_request(asked));
+      } catch (const HttpException& e) {
+        server::ApiResponse refused = server::error_response(e.status(), e.what());
+        for (const auto& header : e.headers()) refused.headers.push_back(header);
+        return refused;
+      }
     }
     if (const auto id = req.find("last-event-id"); id != req.end()) {
       request.last_event_id.assign(id->value().data(), id->value().size());
@@ -568,10 +590,11 @@ void Server::add_graph(const std::string& graph_id, std::shared_ptr<const Served
 void Server::start() {
   if (impl_->running) return;
   const ServerOptions& o = impl_->options;
-  if (!is_loopback(o.host) && o.api_key.empty() && !o.allow_public_without_key) {
+  if (!is_loopback(o.host) && o.api_key.empty() && !(o.auth && o.auth->authenticates()) &&
+      !o.allow_public_without_key) {
     throw Error(errc::kInvalidArgument,
                 "refusing to serve on '" + o.host +
-                    "' without an API key (set one, or allow it explicitly)");
+                    "' without an API key or authentication (set one, or allow it explicitly)");
   }
   boost::system::error_code ec;
   const auto address = net::ip::make_address(o.host, ec);
@@ -597,7 +620,8 @@ void Server::start() {
     impl_->api = std::make_unique<server::Api>(
         std::move(bound), options.records, options.store,
         server::RunLimits{options.max_runs, options.sync_node_workers, impl_->ios->executors()},
-        options.cluster.conninfo.empty() ? nullptr : &options.cluster, options.thread_ttl);
+        options.cluster.conninfo.empty() ? nullptr : &options.cluster, options.thread_ttl,
+        options.auth);
   } catch (...) {
     acceptor.close();
     throw;

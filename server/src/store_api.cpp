@@ -49,6 +49,43 @@ Namespace split_namespace(const std::string& text) {
   return ns;
 }
 
+/// What an auth filter of the store matches: the item's value with `namespace` and `key`.
+json auth_view(const Namespace& ns, const std::string& key, const json& value) {
+  json view = value.is_object() ? value : json::object();
+  view["namespace"] = ns;
+  if (!key.empty()) view["key"] = key;
+  return view;
+}
+
+/// The items or namespaces an auth filter allows, paged: `fetch(limit, offset)` reads the
+/// store's unfiltered pages, at most 10,000 entries in all (a 400 past them, as LangGraph).
+template <class Entry, class Fetch, class Allowed>
+std::vector<Entry> allowed_page(std::size_t limit, std::size_t offset, Fetch fetch,
+                                Allowed allowed) {
+  constexpr std::size_t kPage = 1000;
+  constexpr std::size_t kMaxScan = 10000;
+  std::vector<Entry> out;
+  std::size_t scanned = 0;
+  while (out.size() < offset + limit && scanned < kMaxScan) {
+    std::vector<Entry> page = fetch(kPage, scanned);
+    scanned += page.size();
+    const bool last = page.size() < kPage;
+    for (auto& entry : page) {
+      if (allowed(entry)) out.push_back(std::move(entry));
+    }
+    if (last) break;
+    if (scanned >= kMaxScan && out.size() < offset + limit) {
+      throw ApiError{400,
+                     "the authorized store query scanned 10000 entries: narrow the namespace or "
+                     "the filter"};
+    }
+  }
+  if (out.size() <= offset) return {};
+  out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(offset));
+  if (out.size() > limit) out.resize(limit);
+  return out;
+}
+
 }  // namespace
 
 ApiResponse Api::route_store(const ApiRequest& request) const {
@@ -57,13 +94,30 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
   Store& store = *store_;
   if (p.size() == 2 && p[1] == "items") {
     if (m == "PUT") {
-      const json body = body_object(request);
+      json body = body_object(request);
+      (void)namespace_field(body, "namespace", true);
+      const Access access = authorize(request, "store", "put", [&] {
+        return json{{"namespace", body["namespace"]},
+                    {"key", body.value("key", json())},
+                    {"value", body.value("value", json())}};
+      });
+      if (!access.value.is_null()) {  // the handler's namespace, key and value
+        for (const char* field : {"namespace", "key", "value"}) body[field] = access.value[field];
+      }
       const Namespace ns = namespace_field(body, "namespace", true);
       const std::string key = string_field(body, "key");
       if (key.empty()) throw ApiError{422, "'key' must be a non-empty string"};
       const auto value = body.find("value");
       if (value == body.end() || !value->is_object()) {
         throw ApiError{422, "'value' must be an object"};
+      }
+      if (!access.filters.is_null()) {
+        if (const auto existing = store.get(ns, key, false)) {
+          if (!access.allows(auth_view(ns, key, existing->value))) {
+            throw ApiError{404, "item not found"};
+          }
+        }
+        if (!access.allows(auth_view(ns, key, *value))) throw ApiError{403, "Not authorized"};
       }
       std::optional<double> ttl;
       if (const auto it = body.find("ttl"); it != body.end() && !it->is_null()) {
@@ -89,20 +143,47 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
       if (key_param == request.query.end() || key_param->second.empty()) {
         throw ApiError{422, "the query needs 'key'"};
       }
-      const Namespace ns = ns_param == request.query.end() || ns_param->second.empty()
-                               ? Namespace{}
-                               : split_namespace(ns_param->second);
+      Namespace ns = ns_param == request.query.end() || ns_param->second.empty()
+                         ? Namespace{}
+                         : split_namespace(ns_param->second);
       if (ns.empty()) throw ApiError{422, "the query needs 'namespace'"};
+      std::string key = key_param->second;
+      const Access access = authorize(request, "store", "get", [&] {
+        return json{{"namespace", ns}, {"key", key}};
+      });
+      if (!access.value.is_null()) {
+        ns = namespace_field(access.value, "namespace", true);
+        key = string_field(access.value, "key");
+      }
       std::optional<bool> refresh_ttl;  // absent: the store's default
       if (request.query.count("refresh_ttl") != 0) refresh_ttl = query_flag(request, "refresh_ttl");
-      auto item = store.get(ns, key_param->second, refresh_ttl);
+      auto item = store.get(ns, key, refresh_ttl);
+      if (item && !access.allows(auth_view(ns, key, item->value))) {
+        throw ApiError{404, "item not found"};
+      }
       return json_response(item ? to_json(*item) : json());
     }
     if (m == "DELETE") {
       const json body = body_object(request);
-      const Namespace ns = namespace_field(body, "namespace", true);
-      const std::string key = string_field(body, "key");
+      Namespace ns = namespace_field(body, "namespace", true);
+      std::string key = string_field(body, "key");
       if (key.empty()) throw ApiError{422, "'key' must be a non-empty string"};
+      const Access access = authorize(request, "store", "delete", [&] {
+        return json{{"namespace", ns}, {"key", key}};
+      });
+      if (!access.value.is_null()) {
+        ns = namespace_field(access.value, "namespace", true);
+        key = string_field(access.value, "key");
+      }
+      if (!access.filters.is_null()) {
+        if (const auto existing = store.get(ns, key, false)) {
+          if (!access.allows(auth_view(ns, key, existing->value))) {
+            throw ApiError{404, "item not found"};
+          }
+        } else if (!access.allows(auth_view(ns, key, json()))) {
+          throw ApiError{403, "Not authorized"};
+        }
+      }
       store.remove(ns, key);
       return no_content();
     }
@@ -127,8 +208,32 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
     if (const auto it = body.find("refresh_ttl"); it != body.end() && it->is_boolean()) {
       op.refresh_ttl = it->get<bool>();
     }
+    const Access access = authorize(request, "store", "search", [&] {
+      return json{{"namespace", op.prefix},
+                  {"filter", op.filter},
+                  {"limit", op.limit},
+                  {"offset", op.offset},
+                  {"query", body.value("query", json())}};
+    });
+    if (!access.value.is_null()) op.prefix = namespace_field(access.value, "namespace", false);
+    std::vector<SearchItem> hits;
+    if (access.filters.is_null()) {
+      hits = store.search(std::move(op));
+    } else {
+      hits = allowed_page<SearchItem>(
+          op.limit, op.offset,
+          [&](std::size_t limit, std::size_t offset) {
+            SearchOp page = op;
+            page.limit = limit;
+            page.offset = offset;
+            return store.search(std::move(page));
+          },
+          [&](const SearchItem& hit) {
+            return access.allows(auth_view(hit.item.ns, hit.item.key, hit.item.value));
+          });
+    }
     json items = json::array();
-    for (const auto& hit : store.search(std::move(op))) items.push_back(to_json(hit));
+    for (const auto& hit : hits) items.push_back(to_json(hit));
     return json_response({{"items", std::move(items)}});
   }
   if (p.size() == 2 && p[1] == "namespaces" && m == "POST") {
@@ -146,8 +251,36 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
     op.limit = static_cast<std::size_t>(int_field(body, "limit", 100, 0, 1000));
     op.offset = static_cast<std::size_t>(
         int_field(body, "offset", 0, 0, std::numeric_limits<std::int32_t>::max()));
+    const Access access = authorize(request, "store", "list_namespaces", [&] {
+      return json{{"namespace", body.value("prefix", json())},
+                  {"suffix", body.value("suffix", json())},
+                  {"max_depth", body.value("max_depth", json())},
+                  {"limit", op.limit},
+                  {"offset", op.offset}};
+    });
+    if (!access.value.is_null()) {  // the handler's prefix
+      std::erase_if(op.match,
+                    [](const MatchCondition& c) { return c.kind == MatchCondition::Kind::prefix; });
+      if (Namespace prefix = namespace_field(access.value, "namespace", false); !prefix.empty()) {
+        op.match.insert(op.match.begin(), {MatchCondition::Kind::prefix, std::move(prefix)});
+      }
+    }
+    std::vector<Namespace> found;
+    if (access.filters.is_null()) {
+      found = store.list_namespaces(std::move(op));
+    } else {
+      found = allowed_page<Namespace>(
+          op.limit, op.offset,
+          [&](std::size_t limit, std::size_t offset) {
+            ListNamespacesOp page = op;
+            page.limit = limit;
+            page.offset = offset;
+            return store.list_namespaces(std::move(page));
+          },
+          [&](const Namespace& ns) { return access.allows(auth_view(ns, {}, json())); });
+    }
     json namespaces = json::array();
-    for (const auto& ns : store.list_namespaces(std::move(op))) namespaces.push_back(ns);
+    for (const auto& ns : found) namespaces.push_back(ns);
     return json_response({{"namespaces", std::move(namespaces)}});
   }
   throw no_route(request);

@@ -209,9 +209,9 @@ json ThreadRegistry::create_record(const std::string& thread_id, const json& met
   return thread;
 }
 
-ApiResponse ThreadRegistry::create(const ApiRequest& request) {
+ApiResponse ThreadRegistry::create(const ApiRequest& request, const Access& access) {
   const json body = body_object(request);
-  json metadata = metadata_field(body);
+  json metadata = access.metadata_or(metadata_field(body));
   std::string thread_id = string_field(body, "thread_id");
   std::string if_exists = string_field(body, "if_exists");
   if (if_exists.empty()) if_exists = "raise";
@@ -226,7 +226,9 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   if (thread_id.empty()) thread_id = new_uuid4();
   require_uuid(thread_id, "thread id");
   if (auto existing = lookup(thread_id)) {
-    if (if_exists == "do_nothing") return json_response(*existing);
+    if (if_exists == "do_nothing" && access.allows((*existing)["metadata"])) {
+      return json_response(*existing);
+    }
     throw ApiError{409, fmt::format("thread '{}' already exists", thread_id)};
   }
   json thread = create_record(thread_id, metadata);
@@ -234,14 +236,18 @@ ApiResponse ThreadRegistry::create(const ApiRequest& request) {
   return json_response(thread);
 }
 
-ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request) {
+ApiResponse ThreadRegistry::patch(const std::string& thread_id, const ApiRequest& request,
+                                  const Access& access) {
   const json body = body_object(request);
-  const json metadata = metadata_field(body);
+  const json metadata = access.metadata_or(metadata_field(body));
   const std::optional<json> ttl = read_ttl(body);
   json thread;
   {
     const ChangeLock lock(*this, thread_id);
     thread = require_record(thread_id);
+    if (!access.allows(thread["metadata"])) {
+      throw ApiError{404, fmt::format("thread '{}' not found", thread_id)};
+    }
     if (ttl) records_->put(thread_ttls_namespace(), thread_id, *ttl);
     for (auto it = metadata.begin(); it != metadata.end(); ++it) thread["metadata"][it.key()] = *it;
     thread["updated_at"] = iso_timestamp_now();
@@ -335,7 +341,7 @@ std::vector<json> ThreadRegistry::all() const {
   return out;
 }
 
-std::vector<json> ThreadRegistry::search(const json& body) const {
+std::vector<json> ThreadRegistry::search(const json& body, const Access& access) const {
   const json metadata = metadata_field(body);
   const std::vector<std::string> ids = string_list_field(body, "ids", "thread ids");
   const std::string status = string_field(body, "status");
@@ -352,7 +358,7 @@ std::vector<json> ThreadRegistry::search(const json& body) const {
       continue;
     }
     if (!status.empty() && t.value("status", std::string()) != status) continue;
-    if (!contains(t["metadata"], metadata)) continue;
+    if (!contains(t["metadata"], metadata) || !access.allows(t["metadata"])) continue;
     found.push_back(std::move(t));
   }
   return found;
@@ -427,7 +433,14 @@ ApiResponse Api::prune_threads(const ApiRequest& request) const {
       prune_strategy_named(one_of(body, "strategy", {"delete", "keep_latest"}));
   std::size_t pruned = 0;
   for (const std::string& thread_id : thread_ids) {
-    if (is_uuid(thread_id) && prune_thread(thread_id, strategy)) ++pruned;
+    if (!is_uuid(thread_id)) continue;
+    try {
+      (void)thread_access(request, thread_id, "delete");  // a thread the user may not delete
+    } catch (const ApiError& e) {
+      if (e.status == 404) continue;  // is not pruned, as one that does not exist
+      throw;
+    }
+    if (prune_thread(thread_id, strategy)) ++pruned;
   }
   return json_response({{"pruned_count", pruned}});
 }
@@ -466,61 +479,126 @@ std::size_t Api::sweep_expired_threads(std::chrono::system_clock::time_point now
   return swept;
 }
 
-ApiResponse Api::copy_thread(const std::string& thread_id) const {
-  const json thread = threads_->require(thread_id);
+ApiResponse Api::copy_thread(const ApiRequest& request, const std::string& thread_id) const {
+  const json thread = thread_access(request, thread_id, "read");
   const std::string copy_id = new_uuid4();
+  const Access access = authorize(request, "threads", "create", [&] {
+    return json{{"thread_id", copy_id}, {"metadata", thread["metadata"]}};
+  });
+  const json metadata = access.metadata_or(thread["metadata"]);
   if (const GraphEntry* graph = thread_graph(thread)) {
     if (const auto saver = graph->graph->checkpointer()) saver->copy_thread(thread_id, copy_id);
   }
-  return json_response(thread_view(threads_->create_record(copy_id, thread["metadata"])));
+  return json_response(thread_view(threads_->create_record(copy_id, metadata)));
 }
 
 ApiResponse Api::route_threads(const ApiRequest& request) const {
   const auto& p = request.path;
   const std::string& m = request.method;
-  if (p.size() == 1 && m == "POST") return threads_->create(request);
+  if (p.size() == 1 && m == "POST") {
+    const Access access = authorize(request, "threads", "create", [&] {
+      const json body = body_object(request);
+      return json{{"thread_id", body.value("thread_id", json())},
+                  {"metadata", metadata_field(body)},
+                  {"if_exists", body.value("if_exists", json())},
+                  {"ttl", body.value("ttl", json())}};
+    });
+    return threads_->create(request, access);
+  }
+  // The fields of a search or count body a handler sees.
+  const auto search_value = [&](const json& body) {
+    return json{{"metadata", metadata_field(body)},       {"values", body.value("values", json())},
+                {"status", body.value("status", json())}, {"ids", body.value("ids", json())},
+                {"limit", body.value("limit", json())},   {"offset", body.value("offset", json())}};
+  };
   if (p.size() == 2 && p[1] == "search" && m == "POST") {
     const json body = body_object(request);
     const SearchPage page = search_page(body, {"thread_id", "status", "created_at", "updated_at"});
+    const Access access =
+        authorize(request, "threads", "search", [&] { return search_value(body); });
     // Values and interrupts only for the page (each is a checkpoint read).
-    return paged_response(threads_->search(body), page,
+    return paged_response(threads_->search(body, access), page,
                           [this](json& t) { t = thread_view(std::move(t)); });
   }
   if (p.size() == 2 && p[1] == "prune" && m == "POST") return prune_threads(request);
   if (p.size() == 2 && p[1] == "count" && m == "POST") {
-    return json_response(threads_->search(body_object(request)).size());
+    const json body = body_object(request);
+    const Access access =
+        authorize(request, "threads", "search", [&] { return search_value(body); });
+    return json_response(threads_->search(body, access).size());
   }
   if (p.size() == 2) {
-    if (m == "GET") return json_response(thread_view(threads_->require(p[1])));
-    if (m == "PATCH") return threads_->patch(p[1], request);
-    if (m == "DELETE") return delete_thread(p[1]);
+    if (m == "GET") return json_response(thread_view(thread_access(request, p[1], "read")));
+    if (m == "PATCH") {
+      const Access access = authorize(request, "threads", "update", [&] {
+        return json{{"thread_id", p[1]}, {"metadata", metadata_field(body_object(request))}};
+      });
+      return threads_->patch(p[1], request, access);
+    }
+    if (m == "DELETE") {
+      (void)thread_access(request, p[1], "delete");
+      return delete_thread(p[1]);
+    }
   }
   if (p.size() >= 3) {
-    if (p[2] == "copy" && p.size() == 3 && m == "POST") return copy_thread(p[1]);
+    if (p[2] == "copy" && p.size() == 3 && m == "POST") return copy_thread(request, p[1]);
     if (p[2] == "state" || p[2] == "history") {
-      return route_thread_state(request, threads_->require(p[1]));
+      json thread = thread_access(request, p[1], "read");
+      if (p[2] == "state" && p.size() == 3 && m == "POST") {
+        // An update of the state: a thread the user may read but not update is a 403.
+        const Access update = authorize(request, "threads", "update", [&] {
+          return json{{"thread_id", p[1]}};
+        });
+        if (!update.allows(thread["metadata"])) throw ApiError{403, "Forbidden"};
+      }
+      return route_thread_state(request, thread);
     }
     if (p[2] == "runs" || p[2] == "stream") {  // each checks the thread (creates may create it)
       RunManager& runs = *runs_;
-      if (p[2] == "stream" && p.size() == 3 && m == "GET") return runs.join_thread(p[1], request);
-      if (p.size() == 3 && m == "POST") return runs.create(p[1], request, std::nullopt);
-      if (p.size() == 4 && p[3] == "crons") return crons_->create(p[1], request);
-      if (p.size() == 3 && m == "GET") return runs.list(p[1], request);
-      if (p.size() == 4 && m == "POST" && p[3] == "stream") {
-        return runs.create(p[1], request, RunFollow::Kind::stream);
+      // With authorization, the thread must be one the user may `action`: 404 otherwise.
+      const auto check = [&](std::string_view action) {
+        if (authorizing(request)) (void)thread_access(request, p[1], action);
+      };
+      const bool create =
+          m == "POST" && (p.size() == 3 || (p.size() == 4 && (p[3] == "stream" || p[3] == "wait")));
+      if (create) {
+        const Access access = create_run_access(request, p[1]);
+        const std::optional<RunFollow::Kind> kind = p.size() == 3 ? std::nullopt
+                                                    : p[3] == "stream"
+                                                        ? std::optional(RunFollow::Kind::stream)
+                                                        : std::optional(RunFollow::Kind::result);
+        return runs.create(p[1], request, kind, access);
       }
-      if (p.size() == 4 && m == "POST" && p[3] == "wait") {
-        return runs.create(p[1], request, RunFollow::Kind::result);
+      if (p.size() == 4 && p[3] == "crons") {
+        check("read");
+        return crons_->create(p[1], request, cron_access(request, p[1]));
       }
-      if (p.size() == 4 && m == "GET") return runs.get(p[1], p[3]);
-      if (p.size() == 4 && m == "DELETE") return runs.remove(p[1], p[3]);
-      if (p.size() == 5 && p[4] == "join" && m == "GET") {
-        return runs.join(p[1], p[3], request, RunFollow::Kind::result);
+      if (p[2] == "stream" && p.size() == 3 && m == "GET") {
+        check("read");
+        return runs.join_thread(p[1], request);
       }
-      if (p.size() == 5 && p[4] == "stream" && m == "GET") {
-        return runs.join(p[1], p[3], request, RunFollow::Kind::stream);
+      if (p.size() == 3 && m == "GET") {
+        check("read");
+        check("search");
+        return runs.list(p[1], request);
       }
-      if (p.size() == 5 && p[4] == "cancel" && m == "POST") return runs.cancel(p[1], p[3], request);
+      if (p.size() == 4 && m == "GET") {
+        check("read");
+        return runs.get(p[1], p[3]);
+      }
+      if (p.size() == 4 && m == "DELETE") {
+        check("delete");
+        return runs.remove(p[1], p[3]);
+      }
+      if (p.size() == 5 && (p[4] == "join" || p[4] == "stream") && m == "GET") {
+        check("read");
+        return runs.join(p[1], p[3], request,
+                         p[4] == "join" ? RunFollow::Kind::result : RunFollow::Kind::stream);
+      }
+      if (p.size() == 5 && p[4] == "cancel" && m == "POST") {
+        check("update");
+        return runs.cancel(p[1], p[3], request);
+      }
     }
   }
   throw no_route(request);

@@ -443,6 +443,38 @@ TEST_CASE("stategraph serve --config: a graph library's graphs, built-ins, env a
   CHECK(serve.get("/ok", {"Origin: http://localhost:3000"}).status == 403);
 }
 
+TEST_CASE("stategraph serve --config: an auth library keeps two users apart") {
+  sg::test::TempDir dir;
+  const std::string config = write_config(
+      dir.path(), {{"graphs", {{"mine", std::string(SG_EXAMPLE_GRAPHS_PATH) + ":agent"}}},
+                   {"auth", {{"path", SG_EXAMPLE_AUTH_PATH}}},
+                   {"env", {{"AUTH_TOKENS", "alice=a-secret,bob=b-secret"}}}});
+  ServeProcess serve({"--in-memory", "--config", config});
+  const std::vector<std::string> alice{"Authorization: Bearer a-secret"};
+  const std::vector<std::string> bob{"Authorization: Bearer b-secret"};
+  CHECK(serve.get("/ok").status == 200);
+  const auto anonymous = serve.post("/threads", json::object());
+  CHECK(anonymous.status == 401);
+  CHECK(anonymous.body.find("send Authorization: Bearer TOKEN") != std::string::npos);
+  CHECK(serve.post("/threads", json::object(), {"Authorization: Bearer nope"}).status == 401);
+  // Both see the graph's assistant; each sees only their own threads.
+  CHECK(json::parse(serve.post("/assistants/search", json::object(), bob).body).size() == 1);
+  const auto made = serve.post("/threads", json::object(), alice);
+  REQUIRE(made.status == 200);
+  const std::string t = json::parse(made.body)["thread_id"];
+  const auto ran = serve.post("/threads/" + t + "/runs/wait",
+                              {{"assistant_id", "mine"}, {"input", human("hi")}}, alice);
+  CHECK(ran.status == 200);
+  CHECK(serve.get("/threads/" + t, alice).status == 200);
+  CHECK(serve.get("/threads/" + t, bob).status == 404);
+  CHECK(serve
+            .post("/threads/" + t + "/runs/wait",
+                  {{"assistant_id", "mine"}, {"input", human("me too")}}, bob)
+            .status == 404);
+  CHECK(json::parse(serve.post("/threads/search", json::object(), bob).body).empty());
+  CHECK(json::parse(serve.post("/threads/search", json::object(), alice).body).size() == 1);
+}
+
 TEST_CASE("stategraph serve --config: checkpointer.ttl expires threads, store.ttl items") {
   sg::test::TempDir dir;
   // 0.01 minutes: 600 ms; swept every 0.002 minutes (120 ms).
@@ -494,7 +526,17 @@ TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and 
   fails({{"graphs", {{"x", "agent"}}}}, R"(graphs.x: "agent": must be "PATH.so:NAME")");
   fails({{"graphs", json::object()}}, "graphs: must map graph ids");
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"auth", {{"path", "a.so"}}}},
-        "auth: unknown field");
+        "cannot load auth library");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"auth", {{"path", lib}}}},
+        "has no stategraph_register_auth function");
+  fails({{"graphs", {{"x", "builtin:agent"}}},
+         {"auth", {{"path", SG_EXAMPLE_AUTH_PATH}}},
+         {"env", {{"AUTH_TOKENS", "alice"}}}},
+        "auth library '" + std::string(SG_EXAMPLE_AUTH_PATH) +
+            "' failed to set up: AUTH_TOKENS: 'alice' is not USER=TOKEN");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"auth", {{"path", "a.so"}, {"x", 1}}}},
+        "auth.x: unknown field");
+  fails({{"graphs", {{"x", "builtin:agent"}}}, {"auth", "a.so"}}, "auth: must be an object");
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"http", {{"cors", {{"max_age", -1}}}}}},
         "http.cors.max_age: must be a whole number");
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"env", "missing.env"}}, "cannot read the env file");

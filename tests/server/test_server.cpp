@@ -402,8 +402,8 @@ TEST_CASE("server: with an API key, every route but /ok and /info refuses a requ
 TEST_CASE("server: a public address without an API key is refused, bad options are errors") {
   sg::Server open({.host = "0.0.0.0", .port = 0});
   CHECK_THROWS_WITH_AS(open.start(),
-                       "refusing to serve on '0.0.0.0' without an API key (set one, or allow it "
-                       "explicitly)",
+                       "refusing to serve on '0.0.0.0' without an API key or authentication "
+                       "(set one, or allow it explicitly)",
                        sg::Error);
   sg::Server allowed({.host = "0.0.0.0", .port = 0, .allow_public_without_key = true});
   CHECK_NOTHROW(allowed.start());

@@ -80,9 +80,11 @@ struct ThreadTtlOptions {
   std::chrono::milliseconds sweep_interval{std::chrono::minutes(5)};
 };
 
+class Auth;
+
 struct ServerOptions {
-  /// The address to bind. Anything but a loopback address needs `api_key` (or
-  /// `allow_public_without_key`).
+  /// The address to bind. Anything but a loopback address needs `api_key`, an `auth` that
+  /// authenticates, or `allow_public_without_key`.
   std::string host = "127.0.0.1";
   /// The port; 0 picks a free one (see Server::port()).
   std::uint16_t port = 2024;
@@ -90,7 +92,13 @@ struct ServerOptions {
   std::string api_key{};
   /// Bind a non-loopback address without an API key.
   bool allow_public_without_key = false;
-  /// Paths answered without the API key (exact, without the query): health and readiness probes.
+  /// Custom authentication and authorization (stategraph/server/auth.hpp); null: none. When it
+  /// authenticates, every request but those to `public_paths` must pass its handler (and the
+  /// API key first, when there is one), and its authorization handlers decide what each user
+  /// may do.
+  std::shared_ptr<const Auth> auth{};
+  /// Paths answered without the API key and authentication (exact, without the query): health
+  /// and readiness probes.
   std::vector<std::string> public_paths{"/ok", "/info"};
   /// Browser pages on other origins (CORS).
   CorsOptions cors{};
