@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The two set-up commands (README): `make demo` and `make test`. Both install the Debian
 # packages they need (scripts/install-deps), configure and build.
 BUILD_DIR ?= build

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // concurrent_waits: many runs waiting on I/O at once, on one thread (async runs, issue 11).
 // 10,000 runs of a graph whose one node awaits a 100 ms timer are started together on one
 // io_context; reports the wall time, the threads of the process while they wait, and the RSS

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Shared pieces of stategraph-bench: the deterministic data of the LangGraph.js anchor's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The persistence scenarios of WORKLOADS.md: loop (b), summarize_trim (c), checkpoint_io (e),
 // each with the in-memory saver ("memory") and RocksDbSaver ("rocksdb"). As the workloads
 // specify, runs use LangGraph's default durability, "async"; "rocksdb_sync" runs loop and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The executor scenarios: chain and fanout (WORKLOADS.md a and d) and seq3.
 #include <stategraph/stategraph.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // stategraph-bench: the workloads of the LangGraph.js anchor (shared/anchors/langgraphjs/
 // WORKLOADS.md), re-implemented exactly, printing one JSON line per scenario with bench.mjs's
 // field names.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // memory_conversation: the summarize-and-trim chat of the memory nodes (issue 13) over 10,000
 // turns on RocksDB with LocalModel: the model sees the summary plus the turns that fit 512
 // tokens (trim_messages); past six messages, summarize_conversation extends the summary and

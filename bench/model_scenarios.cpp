@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // model_calls: 1,000 concurrent streaming chat calls through OpenAIChatModel to a loopback
 // OpenAI-wire server (sg-loopback-openai, a separate process) that answers each after 1 s with
 // 50 content chunks, all started at once on one io_context thread. Reports the wall time, the

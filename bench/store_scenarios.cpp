@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Store benchmarks (issue 5): put throughput for 1M items, filtered search by namespace prefix
 // over 1M items (p50 / p99), semantic top-10 over 100k items of 384 dimensions (p50, with
 // recall@10 of the approximate index against exact search), and the first query after reopening

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Build helpers shared by every stategraph target.
 
 if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # stategraph_add_graph_library(<name> <source>...)
 # Builds a graph library, <name>.so, for `stategraph serve` (the "graphs" of stategraph.json):
 # sources that define their graphs in a STATEGRAPH_GRAPHS block

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Writes a C++ source holding files as byte arrays, for the server's embedded static files (the
 # studio). Run as a script at build time:
 #   cmake -DOUT=file.cpp -DBASE=dir -DFILES=a.html,b.js -P embed_files.cmake

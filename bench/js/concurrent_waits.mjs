@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // LangGraph.js side of stategraph-bench's concurrent_waits: 10,000 runs started at once
 // (Promise.all of invoke), each a graph whose one node awaits setTimeout(100 ms). Prints one
 // JSON line with the fields the C++ unit reports.

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // LangGraph.js side of stategraph-bench's memory_conversation: LangGraph's "add summary of
 // conversation history" how-to with trimMessages in call_model, 10,000 turns on SqliteSaver
 // (durability "async", the library default), with a fake chat model answering instantly (a

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Where a PostgresSaver workload's time goes: runs stategraph-bench units on a throwaway
 # PostgreSQL 15 (fsync on) and prints, per unit, its result line and the transactions and WAL
 # flushes (fsyncs) the database counted while it ran (pg_stat_database, pg_stat_wal; they include

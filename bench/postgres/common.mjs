@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What loop.mjs and summarize.mjs share: the anchor's deterministic text (WORKLOADS.md:
 // xorshift32 over a 32-word vocabulary, so both implementations append the same bytes), a
 // LangGraph.js PostgresSaver on its own schema, and the bytes its tables hold.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // WORKLOADS.md's loop (b) on LangGraph.js's own PostgresSaver
 // (@langchain/langgraph-checkpoint-postgres): 1,000 supersteps alternating two nodes that each
 // append a 200-character message, durability "async" (LangGraph's default), then the bytes its

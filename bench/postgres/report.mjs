@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The table of bench/postgres/run.sh: per workload, LangGraph.js's PostgresSaver first, then
 // stategraph's, with speed and bytes as ratios to LangGraph.js.
 //   node report.mjs RESULTS.jsonl

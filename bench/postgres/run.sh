@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # stategraph's PostgresSaver against LangGraph.js's PostgresSaver
 # (@langchain/langgraph-checkpoint-postgres) on the same throwaway PostgreSQL 15 cluster, one
 # after the other: WORKLOADS.md's loop (1,000 supersteps) and summarize_trim (500 turns), with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // WORKLOADS.md's summarize_trim (c) on LangGraph.js's own PostgresSaver: 500 turns; each turn
 // appends a 150-character human message, a fake model answers with it reversed, and past 6
 // messages a summarize node folds all but the last 2 into a capped summary and removes them.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The load of bench/scaleout/run.sh: --concurrency virtual clients, client i on server
 // i mod N (the URLs given), each on a thread of its own, calling runs/wait (the echo graph,
 // input "hi") back to back for --duration s after --warmup s. Prints one JSON line: runs/s,

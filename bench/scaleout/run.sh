@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Scale-out: runs/s of the echo graph (runs/wait, one thread per virtual client) with 1, 2 and 3
 # `stategraph serve` processes on one PostgreSQL 15 database (a throwaway, durable cluster);
 # clients are spread over the processes. Each process count gets a fresh database. Prints one

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # A/B of stategraph binaries on the echo graph without delay (the CPU-bound case): each binary's
 # `stategraph serve --in-memory` in turn, ROUNDS times, each measured by client.mjs's wait
 # scenario at 1, 16 and 256 clients; one line per binary and round (runs/s and the server's CPU

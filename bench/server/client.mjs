@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // One client for both LangGraph Server API servers of bench/server (stategraph serve and the
 // official langgraphjs dev server): the same requests, the same measurement. Prints one JSON
 // line per scenario on stdout; progress goes to stderr. run.sh starts the servers and calls it.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What bench/server's scripts share (sourced by bash scripts; needs `here` (bench/server) and
 # `work` (a temp dir) set): free ports, the official LangGraph.js dev server, stopping a server.
 #   start_reference        # sets url, server_pid, measured_pid and server_pgid; fails, printing

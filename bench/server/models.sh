@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The model-wait benchmark: `stategraph serve` running graphs whose model answers slowly (the
 # loopback OpenAI-compatible server sg-loopback-openai, answering after --delay-ms), side by side
 # with the official LangGraph.js dev server on its echo graph with input "sleep:<delay>", in one

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // run.sh's bookkeeping for bench/server:
 //   node report.mjs combine FILE.jsonl --server NAME [--command C] [--binary B] [--quick 0|1]
 //        [--client K] [--turns N]      one JSON object (one line) from client.mjs's lines

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The server benchmark: `stategraph serve` against the official LangGraph.js dev server
 # (reference/start.sh), both serving the echo graph `agent` in memory, driven by the same
 # client (client.mjs). Prints one JSON object per server (one line each), then a table of

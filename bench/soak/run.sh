@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # The soak (issue 18, not CI): THREADS conversation threads driven through `stategraph serve` by
 # CLIENTS concurrent clients for SECONDS, on RocksDB (one process) or on a throwaway PostgreSQL 15
 # (PROCESSES server processes sharing the database); every thread's final state is checked

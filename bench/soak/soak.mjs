@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The soak client (issue 18): THREADS conversation threads driven through the server API by
 // CLIENTS concurrent clients for SECONDS (runs.wait of the echo graph `agent`), each thread by one
 // client at a time; then every thread's final state is checked against the same inputs replayed

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer: writing checkpoints and writes (deleting, copying and pruning threads:
 // kv_checkpointer_threads.cpp; heads and fences on a shared backend: kv_checkpointer_shared.cpp;
 // the shards, their locks and caches: kv_checkpointer_caches.cpp).

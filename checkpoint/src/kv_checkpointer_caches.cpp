@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer's shards: the lock of each thread's writes, and the caches of the newest records
 // (what each shard keeps, and how much: the least recently used threads are dropped).
 // Layout and helpers: kv_format.hpp.

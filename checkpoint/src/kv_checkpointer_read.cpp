@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer: reading checkpoints, their pending writes, threads and history.
 // Layout and helpers: kv_format.hpp.
 #include "kv_saver_impl.hpp"

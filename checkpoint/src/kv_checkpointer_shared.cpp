@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer on a backend that processes share (Postgres): the heads that tell a process
 // whether its caches of a thread still hold, and the fences that keep a worker which lost its run
 // from writing. Layout: kv_format.hpp (Column::heads, Column::fences).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer: deleting, copying and pruning threads. Layout and helpers: kv_format.hpp.
 #include "kv_saver_impl.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checkpointer semantics over an ordered key-value store. Layout (docs/checkpoint-format.md):
 //
 //   checkpoints  T\0NS\0ID                  -> record {v, t(s), cv, vs, m(etadata), p(arent),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvCheckpointer's implementation (internal to the checkpoint module): the backend, the caches of
 // the newest records, and the code that writes and reads the format of kv_format.hpp.
 // kv_checkpointer.cpp holds the writes, kv_checkpointer_read.cpp the reads,

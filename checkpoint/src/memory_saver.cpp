@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/checkpoint/memory_saver.hpp>
 
 #include "kv_saver_impl.hpp"

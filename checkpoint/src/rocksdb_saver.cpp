@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/kv/rocks_db.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The registry of built-in graphs (see builtin_graphs.hpp).
 #include "builtin_graphs.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The graphs the command-line tool ships with, in one registry: `stategraph graph` draws them and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph chat`: an interactive chat on the demo's summarize-and-trim graph, persisted in
 // RocksDB so that the next run continues the thread. On a terminal the line is read with libedit
 // (line editing, a history file) and replies stream word by word; from a pipe, one message per

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph completion bash`: a bash completion script generated from the CLI definition (the
 // CLI11 tree of commands and options), so it never falls behind the commands.
 #include <fmt/format.h>

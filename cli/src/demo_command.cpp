@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph demo`: the summarize-and-trim graph over a scripted conversation of 40 turns whose
 // first turns state facts and whose last turns ask about them, on a RocksDB thread that a second
 // run continues.

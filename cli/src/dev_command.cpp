@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph dev`: a project's graph library built, served and rebuilt on every change, as
 // `langgraph dev` reloads a project (docs/deploy.md). The server runs as a child process
 // (`stategraph serve --config`) on a data directory of the project's, so threads survive each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph graph NAME`: draws a built-in graph as Mermaid, Graphviz DOT, or a picture (SVG,
 // PNG) that Graphviz's C library renders in this process; `stategraph graph --list` lists them.
 #include <stategraph/core/error.hpp>

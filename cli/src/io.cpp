@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The helpers of the stategraph commands (cli.hpp): stdin and stdout as JSON, one-line texts,
 // colour. Apart from main.cpp so that tests/fuzz can build a command without the tool's main().
 #include <stategraph/core/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // stategraph: the command-line tool (demo, chat, graph, threads, store, messages, completion).
 // Errors are one line on stderr and a non-zero exit code (1 bad input or failure, 2 bad usage).
 // The helpers the commands share are in io.cpp.

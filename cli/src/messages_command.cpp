@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph messages <op>`: the message utilities over JSON on stdin/stdout.
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/json.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph new NAME`: a ready project in directory NAME, as `langgraph new` writes one: a
 // graph in C++ built as a graph library against the installed package, its stategraph.json, a
 // test, a README (docs/deploy.md).

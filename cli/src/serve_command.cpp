@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph serve`: the built-in graphs, or those of a stategraph.json, over the LangGraph
 // Server API (sg::add_serve_options: the options, storage and signals that sg::serve_main gives
 // users' own programs too).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph store <op>`: the long-term memory store in a RocksDB directory (RocksDbStore).
 // A namespace on the command line is its labels joined by ".".
 #include <stategraph/core/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph threads <op>`: inspect and edit the conversation threads of a RocksDB checkpoint
 // database (the directory RocksDbSaver::open takes).
 #include <stategraph/checkpoint/rocksdb_saver.hpp>

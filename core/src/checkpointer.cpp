@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/time.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/detail/hash.hpp>
 #include <stategraph/core/error.hpp>

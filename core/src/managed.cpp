@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/managed.hpp>
 
 #include <nlohmann/json.hpp>

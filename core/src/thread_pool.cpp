@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/thread_pool.hpp>
 
 #include <boost/asio/post.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/detail/topology.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/graph_types.hpp>

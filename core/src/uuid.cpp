@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/uuid.hpp>
 
 #include <boost/uuid/random_generator.hpp>

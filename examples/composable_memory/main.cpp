@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LlamaIndex's "Simple Composable Memory" notebook (seeds/004) in C++: a primary chat buffer plus
 // a vector memory in the store; what the vector memory retrieves for an input is injected into
 // the system message, leaving out what the primary buffer already holds. Then the notebook's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Deleting messages: LangGraph's how-to "How to delete messages" in C++. A message list reduced
 // with add_messages deletes a message when it receives sg::remove_message(id) (LangGraph's
 // RemoveMessage), and clears the whole list on sg::remove_message(sg::kRemoveAllMessages)

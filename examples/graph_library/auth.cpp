@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // An auth library: who may call `stategraph serve`, and what each user sees (the "auth" of
 // stategraph.json). Built like the graph library, with stategraph_add_graph_library().
 //

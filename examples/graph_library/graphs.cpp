@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A graph library: graphs that `stategraph serve --config stategraph.json` serves, built with
 // stategraph_add_graph_library() (CMakeLists.txt) against the installed package.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Human in the loop: LangGraph's how-to "Review tool calls" (interrupt, then resume with
 // Command) in C++. The model asks for a tool call; before the tool runs, human_review_node calls
 // sg::interrupt(value): the run stops and returns the value to the caller. get_state shows the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Long-term memory shared by the conversation threads of one user (seeds/001): a profile
 // document updated in place and a collection of memories that grows, in a RocksDbStore, so
 // they outlive the process. Every run of this program is one conversation thread:

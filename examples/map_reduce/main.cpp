@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Map-reduce with Send: LangGraph's how-to "How to create map-reduce branches for parallel
 // execution" in C++. A node plans a list of subjects; a conditional edge returns one
 // sg::Send("generate_joke", Subject{...}) per subject, so the worker node runs once per item, in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's memory concepts (seeds/001), one section each, offline:
 //   short-term: 1. a keep-slice update, 2. RemoveMessage, 3. a running summary;
 //   long-term, on the store: 4. memory tools on the hot path, 5. a debounced background writer,

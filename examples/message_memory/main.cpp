@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Short-term memory with stategraph's message tools: a conversation kept with add_messages
 // (ids, in-place edits, deletions), then the context a model would see: the system prompt plus
 // the most recent turns that fit a token budget, starting on a human message.

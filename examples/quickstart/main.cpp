@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's "add summary of conversation history" graph in C++: a chat that summarizes and
 // deletes old messages once the conversation grows past six messages.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A ReAct agent with two tools. The model comes from sg::default_chat_model(): the offline
 // LocalModel, or any OpenAI-compatible server when OPENAI_BASE_URL is set.
 //

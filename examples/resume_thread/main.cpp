@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A conversation thread that survives the process: every run of this program is one turn of
 // thread "bob", stored in a RocksDB checkpoint database, and continues where the last run
 // stopped. With --checkpoint ID the turn starts from an older checkpoint instead (a fork: the

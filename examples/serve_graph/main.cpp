@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Serves your own graphs over the LangGraph Server API, so that the official SDKs
 // (@langchain/langgraph-sdk, langgraph-sdk) and chat UIs drive them: threads, runs, streams,
 // interrupts and the store, kept in RocksDB (or PostgreSQL) across restarts. sg::serve_main gives

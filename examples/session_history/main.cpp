@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Message histories per session (seeds/003, LangChain's "How to add message history"): a model
 // and a prompt wrapped with RunnableWithMessageHistory, their histories keyed by a session id,
 // or by a user id and a conversation id, and stored as checkpointed threads of a RocksDB

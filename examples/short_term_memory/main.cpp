@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Short-term memory for an agent (seeds/002 "How to Build Short-Term Memory"): first the seed's
 // usage example, then each technique on its own: pruning that keeps the system prompt,
 // attention windows, compression and switching between topics.

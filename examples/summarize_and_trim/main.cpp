@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Summarizing a conversation: LangGraph's how-to "How to add summary of conversation history",
 // done with stategraph's built-in sg::summarize_and_trim_graph on a checkpointed thread. Each
 // turn, "chat" answers from the system prompt, the running summary and the latest messages that

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The hands-on exercise of the buffer memory lesson (seeds/000): a customer support chat that
 // keeps the last `window_size` exchanges of each ticket, counts every message it saw (pruned
 // ones too) and reports per-session statistics. Built the modern way: a prompt and a model

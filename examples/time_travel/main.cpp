@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time travel: LangGraph's how-to "Use time-travel" in C++. A two-node graph runs on a thread of
 // an InMemorySaver; then:
 //   1. get_state_history lists the thread's checkpoints, newest first (id, step, source, next);

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Trimming messages: LangGraph's how-to "How to manage conversation history" (trim_messages) in
 // C++. The thread keeps every message; the chat node sends the model only the system prompt and
 // the latest messages that fit a token budget: sg::trim_messages with strategy last, max_tokens,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/kv/kv.hpp>
 
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/kv/record.hpp>
 
 #include <zlib.h>

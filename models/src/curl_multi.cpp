@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "curl_multi.hpp"
 
 #include <stategraph/models/chat_model.hpp>

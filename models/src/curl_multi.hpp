@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // HTTP requests on curl's multi interface, driven by a Boost.Asio execution context.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/models/local_model.hpp>
 #include <stategraph/models/openai.hpp>
 

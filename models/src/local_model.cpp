@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LocalModel: fixed, documented rules over the messages (see local_model.hpp). Plain string
 // processing on purpose: it has to be predictable, not clever.
 

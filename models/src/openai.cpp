@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/models/openai.hpp>
 
 #include <boost/asio/co_spawn.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "openai_wire.hpp"
 
 #include <curl/curl.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // OpenAI's chat-completions and embeddings wire format: request bodies, replies, the SSE
 // parser and the accumulator of streamed chunks. Pure functions and value types, no I/O.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/async.hpp>
 #include <stategraph/core/state_graph.hpp>
 #include <stategraph/models/react_agent.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // ASCII text helpers shared by the models module's sources (private).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/models/tool.hpp>
 #include <stategraph/models/tool_node.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/uuid.hpp>
 #include <stategraph/nodes/composable_memory.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The error of a bad argument to a memory node (shared by the nodes' sources).
 #include <stategraph/core/error.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/error.hpp>
 #include <stategraph/nodes/memory_writer.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "model_edits.hpp"
 
 #include <stategraph/core/error.hpp>

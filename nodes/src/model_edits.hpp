@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Private to nodes/: asking a model for edits (tool calls) until one is accepted, and the
 // conversation text the memory prompts quote.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/state_graph.hpp>
 #include <stategraph/nodes/session_history.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/error.hpp>
 #include <stategraph/nodes/trim.hpp>
 

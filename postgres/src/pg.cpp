@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/postgres/pg.hpp>
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "postgres_kv.hpp"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The ordered key-value backend of KvCheckpointer and KvStore in Postgres: one table per

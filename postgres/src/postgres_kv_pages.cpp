@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Paged key spaces of PostgresKv (see PagedSpace): the puts of one write batch to one group
 // (a run's checkpoints stored together, their messages) become one page row in key space
 // `space + kPageSpaceOffset`, keyed by its first key, with `last` its last key, written once:

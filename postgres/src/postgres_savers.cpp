@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PostgresSaver and PostgresStore: KvCheckpointer and KvStore over PostgresKv.
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // filter_messages, merge_message_runs and get_buffer_string.
 #include <stategraph/core/error.hpp>
 #include <stategraph/reducers/message_utils.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Token counters: langchain-core's count_tokens_approximately (which measures Python `repr`
 // strings, so this file computes the length of Python's repr of JSON values) and the word
 // counter of the golden vectors.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // trim_messages with LangChain's semantics. Where LangChain Python and LangChain.js differ, see
 // docs/messages.md: the golden vectors (LangChain.js) are followed except for the recorded JS
 // defects, where Python's behaviour is kept.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # What the browser suites share (tests/studio, tests/ui; sourced by their bash scripts): the
 # tools they need, a work directory, a loopback model and `stategraph serve` on it, all cleaned
 # up at exit.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Installs a folder's npm packages from its package-lock.json with `npm ci`, only when its
 # node_modules is missing or was installed from another lock file (sourced by bash scripts).
 #   source scripts/lib/npm-ci.sh

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The URL a `stategraph serve --port 0` process prints once it listens (sourced by bash scripts).
 #   source scripts/lib/serve-url.sh
 #   url="$(serve_url OUT_FILE PID)"   # waits up to 30 s; fails, printing OUT_FILE and the

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # The Node.js the tests run on: Node.js 22 from npm (the node-linux-<cpu> package pinned in
 # tests/node/package-lock.json), whatever node the machine has. Debian 12's is 18, which neither
 # playwright-core nor the SDK's dependencies run on. npm itself stays the machine's (sourced by

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # A throwaway PostgreSQL 15 cluster in a directory, for tests and benchmarks (sourced by bash
 # scripts). initdb and pg_ctl refuse root, so as root they run as postgres, in DIR (a directory
 # that user can enter, such as a mktemp -d under /tmp: the caller's may not be). It listens on a

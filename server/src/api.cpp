@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The LangGraph Server API endpoints, apart from the network (api.hpp).
 #include "api.hpp"
 

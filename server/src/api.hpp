@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The server's request handling, apart from the network: a parsed request in, a response out.
 #include <stategraph/server/auth.hpp>

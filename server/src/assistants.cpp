@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Assistants of the LangGraph Server API: the system assistant of each served graph (fixed,
 // uuid5 of the graph id) and the assistants clients create for a graph with their own config,
 // context and metadata. Every change to a created assistant is a new version; any version can be

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Custom authentication and authorization (auth.hpp): the handlers, the lookup of the handler of
 // an action, filters, and loading an auth library.
 #include <stategraph/server/auth.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run queue in PostgreSQL for many server processes (cluster.hpp): the runs' lifecycle. Every
 // change of a run's status is one statement or function in the database, so that two processes
 // never disagree: sg_run_create (multitask strategies under a per-thread advisory lock), the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The run queue shared by many server processes on one PostgreSQL database (internal): the

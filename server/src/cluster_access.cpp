@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run queue in PostgreSQL, as any process reads and steers it (cluster.hpp): busy threads,
 // list, get, join (the result, or the events of a run executed elsewhere), cancel and delete; the
 // lock of a thread's record. The runs' lifecycle is cluster.cpp.

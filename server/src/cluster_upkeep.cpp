@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run queue in PostgreSQL (cluster.hpp): the upkeep each process does on its background
 // thread. It listens for the cluster's notifications (new runs, cancels, ends, events, streams),
 // renews the leases of its running runs (heartbeat), gives the runs of dead workers back to the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Cron expressions and times of the crons API (cron_schedule.hpp).
 #include "cron_schedule.hpp"
 

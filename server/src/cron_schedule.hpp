@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Cron schedules of the crons API (internal): when a cron's run is due.

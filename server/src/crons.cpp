@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The crons API and the thread that fires them (crons.hpp).
 #include "crons.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The crons API (internal): runs on a schedule, as the SDK's `client.crons` creates and manages

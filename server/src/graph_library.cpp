@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loading graph libraries (graph_library.hpp) and the code every served library shares
 // (library.hpp): dlopen, the ABI check, the registration.
 #include <stategraph/server/graph_library.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/graph_types.hpp>
 #include <stategraph/server/graph_picture.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Graphviz wrapper (see graphviz.hpp): libcgraph parses and holds the graph, libgvc lays it
 // out and renders it.
 #include "graphviz.hpp"

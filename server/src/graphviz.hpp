@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A small RAII wrapper over Graphviz's C library (libgvc and libcgraph, Debian's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // io_contexts each run by one thread of its own: the server's threads, and the runs' own when

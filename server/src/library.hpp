@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Loading the shared libraries `stategraph serve` takes (graph and auth libraries): dlopen, the
 // set-up function, the ABI check.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The run queue of one server process (local_run_queue.hpp): one active run per thread, later
 // runs queued (enqueue) or refused (reject), or the active ones cancelled first (interrupt,
 // rollback). Run records live in the record store under ("stategraph", "runs", thread_id):

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The run queue of one server process (internal): per-thread queues in memory, the run records in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A task run every interval on a thread of its own (internal): the server's sweeps.

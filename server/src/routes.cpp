@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The Server API's routes and the methods each answers: the Allow header of a 405, the methods
 // of a CORS preflight, and the check before a request reaches its handler (api.hpp).
 #include <span>

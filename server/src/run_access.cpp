@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs of the LangGraph Server API, as clients read and steer them: list, get, join (the result,
 // or the events as SSE, resumed from Last-Event-ID for a resumable run), cancel and delete, each
 // checked here and answered by the run queue; and the parts of those answers both queues share.

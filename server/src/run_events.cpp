@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The stream of a run as the API names it: the requested stream modes, and EventFormatter,
 // which turns a run's events into the API's SSE events (run_events.hpp).
 #include "run_events.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The stream of a run as the API names it: the stream modes a request asks for, and the
 // formatter that turns a run's ServedEvents into the API's SSE events (run_events.cpp).

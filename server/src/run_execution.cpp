@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Executing runs: a run the queue lets start (a slot of max_runs taken) becomes a coroutine on the
 // runs' executor, awaits its graph's arun, and concludes: a rolled-back run's checkpoints go, and
 // the queue records its end and starts the next runs (docs/architecture.md, "The server's run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The run queue behind RunManager (internal): a run as the server holds it while it is active,

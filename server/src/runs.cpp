@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs of the LangGraph Server API: a create request is parsed into a run, admitted by the run
 // queue (local_run_queue.cpp in this process, cluster.cpp in PostgreSQL) and answered; reading
 // and steering runs goes to the queue too. Executing them is run_execution.cpp; they publish

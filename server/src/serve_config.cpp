@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Reading stategraph.json (serve_config.hpp).
 #include "serve_config.hpp"
 

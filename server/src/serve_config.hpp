@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // stategraph.json: what `stategraph serve --config FILE` serves and how (docs/deploy.md).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph serve` and sg::serve_main (serve_main.hpp): the command line, stategraph.json and
 // storage around an sg::Server, serving until SIGINT or SIGTERM.
 #include <stategraph/checkpoint/memory_saver.hpp>

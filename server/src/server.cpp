@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sg::Server: the network side (Boost.Beast on Boost.Asio coroutines); the endpoints are in
 // api.cpp.
 #include <stategraph/checkpoint/memory_saver.hpp>

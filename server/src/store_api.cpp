@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The store endpoints of the LangGraph Server API (long-term memory): PUT, GET and DELETE
 // /store/items, POST /store/items/search, POST /store/namespaces. They serve ServerOptions::store,
 // the store graphs given as a StateGraph also reach; the server's own records live elsewhere.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The studio's static files (server/studio/, embedded in the binary at build time by
 // cmake/embed_files.cmake) served under /studio. The page talks only to the public API.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Threads of the LangGraph Server API: create (if_exists), get, patch (metadata merged), delete,
 // search, copy, state, history and update_state. A thread's record lives in the server's record
 // store under ("stategraph", "threads"), so a RocksDbStore keeps threads across restarts; its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "webhook.hpp"
 
 #include <curl/curl.h>

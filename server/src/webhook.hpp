@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Webhooks of runs (the `webhook` field of a run's create, stream or wait): once a run ends, its
 // Run object, status, times and final values are POSTed as JSON to the URL, as the official

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server's public API (LangGraph Server API), as the studio uses it. The API key, when the
 // server has one, is asked for once and kept in sessionStorage for the tab's life.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // stategraph studio: pick an assistant, see its graph, list threads, chat on one, watch a run.
 import { ApiError, call, onKeyNeeded, setApiKey, stream, text } from "./api.js";
 import { appendChunk, appendHuman, renderMessages } from "./chat.js";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The conversation of a thread as a chat: messages by type, tool calls and tool results folded,
 // and the reply being streamed token by token.
 

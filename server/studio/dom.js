@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The one DOM helper of the studio's views.
 
 /** A new `tag` element with `className` and, when given, `text` as its text (never as HTML). */

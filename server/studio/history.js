@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Time travel: a thread's checkpoints as a timeline, the state at one as a JSON tree with what
 // changed since its parent, replay from it, fork from it (the state edited first, if wanted).
 import { call } from "./api.js";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A JSON value as a tree of <details>, with the paths that changed marked.
 import { el } from "./dom.js";
 

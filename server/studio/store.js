@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The store: namespaces as a tree, the items under one, search with a query and a filter.
 import { call } from "./api.js";
 import { el } from "./dom.js";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvStore: reading and writing items, expiry sweeps (search and list_namespaces:
 // kv_store_search.cpp). Layout and helpers: kv_store_format.hpp.
 #include <stategraph/core/uuid.hpp>

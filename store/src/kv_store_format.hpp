@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The store's format over an ordered key-value space (internal to the store module: the helpers
 // kv_store.cpp and kv_store_search.cpp share; KvStore::Impl is in kv_store_impl.hpp).
 //

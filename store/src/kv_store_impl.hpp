@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvStore's implementation (internal to the store module): the backend, the vectors of indexed
 // items, the TTL sweeper. kv_store.cpp holds reads, writes and sweeping; kv_store_search.cpp
 // search and list_namespaces. The format: kv_store_format.hpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // KvStore: search (by filter, and semantic: exact or through the HNSW index of
 // KvStore::Impl::Vectors) and list_namespaces. Layout and helpers: kv_store_format.hpp.
 //

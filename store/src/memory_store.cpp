@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/store/memory_store.hpp>
 
 #include "kv_store_impl.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/kv/rocks_db.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
 

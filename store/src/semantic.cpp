@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The offline embedder and the text extraction of IndexConfig paths.
 #include <stategraph/core/detail/hash.hpp>
 #include <stategraph/store/store.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/core/time.hpp>
 #include <stategraph/store/store.hpp>
 

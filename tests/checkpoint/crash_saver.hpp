@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The saver of sg_crash_worker's <db> argument, for the worker and the test that drives it: a

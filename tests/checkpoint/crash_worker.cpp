@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs (or resumes) a long graph on a RocksDB thread (or a PostgreSQL one); the crash test kills
 // it at random moments.
 //   sg_crash_worker <db> <steps> <effects file> <session>

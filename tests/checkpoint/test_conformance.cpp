@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One conformance suite for both savers: every case of LangGraph's checkpoint conformance suite
 // (put, put_writes, get_tuple, list, delete_thread, copy_thread, prune), plus incremental
 // message lists.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Crash safety: a worker process runs a long graph on a RocksDB thread (and on a PostgreSQL
 // one) and is killed with SIGKILL at seeded random moments, then resumed, at least 20 times.
 

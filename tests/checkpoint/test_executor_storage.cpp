@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The executor's storage machinery under stress: the background writer of durability "async"
 // when the saver fails, and a compiled graph's recent threads when there are more threads
 // than it keeps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fault injection on RocksDbSaver (issue 18, after RocksDB's own fault-injection tests): a
 // FileSystem that fails the Nth write of the write-ahead log, or every write while the "disk is
 // full". Each failure must surface as a CheckpointError, leave the thread at a state an error-free

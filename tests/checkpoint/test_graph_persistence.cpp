@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Graphs with a checkpointer: thread memory, state inspection and updates, time travel, pending
 // writes, interrupts and resume (also after reopening the database), durability modes, subgraphs,
 // and storage that does not grow with the conversation.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // RocksDbSaver specifics: persistence across reopen, locking, corrupt and unknown records.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/kv/record.hpp>

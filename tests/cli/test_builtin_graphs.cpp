@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The registry of built-in graphs (cli/src/builtin_graphs.hpp) run in-process: the `agent`
 // echo graph of the server contract (reply, sleep, cancellation), the ReAct agent and the
 // summarize-and-trim chat on the offline LocalModel, with a checkpointer from the options.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph chat` as a real process on LocalModel: from a pipe (one message per line), and on a
 // real terminal (tmux: send-keys and capture-pane) with line editing, history recalled with the
 // Up key and kept in a file, colour that NO_COLOR turns off, and a second run that resumes the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The command-line tool's surface: --help for every command, the exit code of bad usage, and the
 // bash completion generated from the command definitions, run in a real bash.
 #include <doctest/doctest.h>

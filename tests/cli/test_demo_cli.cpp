@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph demo` run as a real process: a first run stops after 10 turns, a second continues
 // the thread to turn 40, the facts of the first turns are answered in the last, and --fresh
 // starts over; on a model server (OPENAI_BASE_URL), SIGINT stops it between turns.

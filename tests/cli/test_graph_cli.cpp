@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph graph` run as a real process: Mermaid and DOT of the built-in graphs, SVG and PNG
 // rendered by Graphviz in-process, -o, --list, and one-line usage errors with exit code 2.
 #include <doctest/doctest.h>

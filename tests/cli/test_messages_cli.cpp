@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph messages ...` run as a real process, on the golden vectors and on bad input.
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>

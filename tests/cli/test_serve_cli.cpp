@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph serve` as a process: it serves the built-in graphs, keeps threads in RocksDB
 // across a restart (and across a SIGKILL mid-run), stops on SIGTERM, and enforces its API key. On
 // PostgreSQL, processes share the runs: a killed worker's run is finished by another, a paused

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph store ...` run as a real process on a RocksDB store directory.
 #include <stategraph/store/rocksdb_store.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // `stategraph threads ...` run as a real process on a RocksDB database a real graph wrote.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/stategraph.hpp>

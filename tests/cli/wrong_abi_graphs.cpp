@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A graph library built for another stategraph (9.0.0): `stategraph serve` must refuse it.
 #include <cstdint>
 

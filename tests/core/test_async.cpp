@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Async runs: coroutine nodes, ainvoke and astream on Boost.Asio. Each behaviour runs in both
 // forms (invoke / ainvoke) and must give the same result, the same events and the same
 // checkpoints.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Checkpoint ids (time-ordered UUID v6) and timestamps.
 #include <stategraph/core/checkpointer.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Defining graphs: typed state and updates, validation errors, drawing.
 #include <stategraph/stategraph.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Control flow and observation: Send, Command, subgraphs, interrupts, streaming.
 #include <stategraph/stategraph.hpp>
 

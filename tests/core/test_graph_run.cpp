@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running graphs: Pregel supersteps, write order, conflicts, recursion limit, errors, retries,
 // timeouts, cancellation.
 #include <stategraph/stategraph.hpp>

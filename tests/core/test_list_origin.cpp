@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // ListOrigin: where each message of a list was in the last checkpointed list.
 #include <stategraph/core/list_origin.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The storage pieces under the checkpoint savers and stores: the CBOR writer (against
 // json::to_cbor on random JSON), record framing, MemoryKv and prefix_end.
 #include <stategraph/core/detail/cbor.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // json_schema_of: the JSON Schema of C++ value types and states (tools' arguments, a served
 // graph's GET /assistants/{id}/schemas).
 #include <stategraph/core/type_schema.hpp>

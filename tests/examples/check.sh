@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Sourced by the example checks: `. "$(dirname "$0")/check.sh" "$1"` runs the example given as
 # the first argument, its output in "$dir/out" ($dir is removed on exit). Then:
 #   fail MESSAGE   stops the check with MESSAGE

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/composable_memory and checks its output against seeds/004 (LlamaIndex's "Simple
 # Composable Memory" notebook): the injected system messages byte for byte, then the agent flow.
 set -eu

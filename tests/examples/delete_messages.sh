@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/delete_messages: a node that removes all but the last two messages (the fact of
 # turn 1 is answered at turn 2 and forgotten at turn 3), then update_state removing one message
 # by id, then every message (REMOVE_ALL), then an unknown id (an error; nothing changes).

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/human_in_the_loop: interrupt() in human_review_node stops each run before the
 # tool runs; get_state shows the pending interrupt; Command{resume} approves the tool call on one
 # thread and edits its arguments on another.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/long_term_memory as separate processes: what one conversation thread stored is
 # known to the next thread, after a restart; the profile is updated in place.
 set -eu

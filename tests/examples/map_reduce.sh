@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/map_reduce: one Send per subject fans out to generate_joke (three tasks of one
 # superstep), sg::concat joins their jokes in Send order, best_joke reduces them.
 . "$(dirname "$0")/check.sh" "$1"

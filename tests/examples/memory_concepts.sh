@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/memory_concepts and checks every section's output (seeds/001): short-term cuts
 # and summary, then long-term memory on the store: tools, the debounced writer, the profile, the
 # collection, the instructions and the few-shot examples.

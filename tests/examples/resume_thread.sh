@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/resume_thread as separate processes: each turn resumes the thread the previous
 # process stored; a turn from an older checkpoint forks.
 set -eu

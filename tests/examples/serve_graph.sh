@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/serve_graph (sg::serve_main) on a free port, drives it over HTTP (a thread, a
 # run, the thread's state), stops it with SIGTERM, restarts it on the same directory and checks
 # the thread is still there. Then its command line: --graph, --help and a bad option. With the loopback model (sg-loopback-openai, the second argument) as its

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/session_history twice on one RocksDB database: histories keyed by session id or
 # by user id + conversation id remember within a session and not across sessions, and the second
 # process resumes what the first stored. Then once without a path (a temporary database).

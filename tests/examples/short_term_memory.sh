@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/short_term_memory: seeds/002's usage example (context and utilization), then
 # pruning, attention windows, compression and context switching.
 set -eu

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/summarize_and_trim: sg::summarize_and_trim_graph on LocalModel over nine turns of
 # one thread. The thread is summarized and cut twice (turns 5 and 8); the facts of turns 1-3 then
 # live only in the summary, and the last turns' questions about them are answered from it.

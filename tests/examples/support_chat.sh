@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/support_chat and checks seeds/000's expected statistics, the pruning beyond the
 # window (counted, and forgotten by the agent) and independent sessions.
 set -eu

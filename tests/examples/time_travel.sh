@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/time_travel: a thread's checkpoint history, a replay from the checkpoint before
 # write_joke (only write_joke runs again, on a new branch) and a fork made with update_state at
 # that checkpoint (the changed topic reaches the joke); checks the checkpoint ids link up.

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT
 # Runs examples/trim_messages: the chat node sends the model the system prompt plus the latest
 # messages within 64 tokens (strategy last, start_on human, include_system) while the thread
 # keeps everything; the dog (in the window) is answered, the name (trimmed away) is not.

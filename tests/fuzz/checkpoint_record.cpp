@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: stored checkpoint records, writes, blobs and log messages (see fuzz_targets.hpp).
 #include <stategraph/checkpoint/kv_checkpointer.hpp>
 #include <stategraph/core/message.hpp>

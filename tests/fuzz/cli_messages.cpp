@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: `stategraph messages`, its arguments and the messages it reads on stdin (see
 // fuzz_targets.hpp).
 #include <stategraph/core/error.hpp>

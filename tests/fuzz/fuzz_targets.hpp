@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The fuzz targets (tests/fuzz/*.cpp): each takes arbitrary bytes, must never crash, leak or
 // trip a sanitizer, and throws nothing but the library's documented errors (they are caught

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: the server's requests, answered in-process by its handler (see fuzz_targets.hpp).
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/server/server.hpp>

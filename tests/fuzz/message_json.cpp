@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: messages from JSON (see fuzz_targets.hpp).
 #include <stategraph/stategraph.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: the OpenAI client's streamed replies, SSE parsing and chunk assembly (see
 // fuzz_targets.hpp).
 #include <stategraph/core/message.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: state, update and Command JSON as the library and the server read them (see
 // fuzz_targets.hpp).
 #include <stategraph/checkpoint/memory_saver.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Fuzz target: store filters and index paths (see fuzz_targets.hpp).
 #include <stategraph/store/store.hpp>
 

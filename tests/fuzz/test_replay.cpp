@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // fuzz/replay: every input of the fuzz corpora (tests/fuzz/corpus/<target>/, the seeds and every
 // input a fuzzer found worth keeping, crashes fixed included) through its target once, in the
 // test build (ASan+UBSan in CI). scripts/fuzz runs the fuzzers themselves.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LocalModel: the offline default model's documented rules, streaming, usage, cancellation.
 #include <stategraph/models/local_model.hpp>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // OpenAIChatModel and OpenAIEmbeddings against a real HTTP server on 127.0.0.1 (the loopback
 // OpenAI server of tests/support), and the SSE parser on its own.
 #include <stategraph/core/async.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // create_react_agent end to end on LocalModel: tool calls, the loop, the system prompt, the
 // pre-model hook, the recursion limit, checkpoints, and the messages stream mode.
 #include <stategraph/checkpoint/memory_saver.hpp>

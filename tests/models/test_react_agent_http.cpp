@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The ReAct agent end to end over real HTTP: OpenAIChatModel against the loopback OpenAI-wire
 // server, which answers first with tool calls (streamed in split deltas), then with text.
 #include <stategraph/checkpoint/rocksdb_saver.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Tools and ToolNode: schemas from argument structs, tool messages in call order, errors as
 // tool messages (LangGraph's templates), concurrency, injected state and store, Commands.
 #include <stategraph/models/tool_node.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // FakeChatModel: LangMem's test double (tests/short_term/utils.py) for ported tests whose
 // expectations name exact prompts: it returns scripted replies in order (cycling)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The buffer memories of seeds/000 (full buffer, window of k exchanges, token buffer) with the
 // lesson's expected outputs, their modern equivalents as bounded histories, and the window as a
 // pre-model hook in checkpointed graphs (LocalModel, the loopback OpenAI server).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seeds/004's composable memory (LlamaIndex's ChatMemoryBuffer, VectorMemory and
 // SimpleComposableMemory) on sg::Store, with the seed's Bob/Alice strings, and the graph pieces
 // (composable_memory_hook, remember_turn) on checkpointed threads. Models and embedders:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The memory examples of docs/memory.md and the README, compiled and run. Each block between
 // "docs:begin NAME" and "docs:end" must appear in docs/memory.md (dedented, byte for byte), and
 // every C++ block of docs/memory.md must be one of them: the docs cannot drift from the code.

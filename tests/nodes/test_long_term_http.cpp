@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Long-term memory over real HTTP: OpenAIChatModel against the loopback OpenAI-wire server. What
 // the memory tools, the profile update and the collection update send (tools, prompts, the error
 // fed back for a retry), and what they store from the server's tool calls.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Managing memories: a profile per user updated by JSON Patch and validated by its schema
 // (ProfileMemory), and a collection the model inserts into, updates and deletes from
 // (MemoryCollection); the model decisions are scripted replies of sg::LocalModel.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Representing memories: the agent's own instructions updated by reflection (AgentInstructions,
 // reflect_instructions), few-shot examples retrieved by similarity (FewShotExamples), and both
 // given to the model through system_prompt_hook.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // JsonSchema: the hand-written validator of profile documents, memory contents and memory tool
 // arguments; then the official JSON-Schema test suite (Debian's json-schema-test-suite, draft 7)
 // for every keyword it implements.

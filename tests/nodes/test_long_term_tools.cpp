@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writing memories on the hot path: NamespaceTemplate, then the manage_memory and search_memory
 // tools called directly and by the ReAct agent (LocalModel with scripted tool calls).
 #include <stategraph/models/local_model.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Writing memories in the background: MemoryWriter's debounce with real timers (a write runs once
 // a thread is quiet, new messages supersede the pending write, the caller never waits), and the
 // schedule_memory_write node in a checkpointed graph.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Chat message histories (in memory, checkpointed threads) and RunnableWithMessageHistory:
 // LangChain's tests/unit_tests/runnables/test_history.py ported with its expectations, then the
 // flows of seeds/003 with LocalModel, the loopback OpenAI server and RocksDB across reopenings.

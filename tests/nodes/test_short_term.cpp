@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // seeds/002's short-term memory techniques: pruning (FIFO, importance, hybrid; system messages
 // kept), recency weighting, compression, context switching, attention windows, statistics, the
 // seed's usage example; the pruning as graph pieces on checkpointed threads. Models: LocalModel

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // summarize_messages and SummarizationNode: LangMem's tests/short_term/test_summarization.py,
 // ported with its expectations (token_counter=len is sg::count_messages), then the node in real
 // graphs (checkpointed threads, LocalModel, the loopback server) and LangGraph's how-to node.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // summarize_and_trim_graph: the graph of the demo and the chat, over 40 turns on a checkpointed
 // thread with LocalModel: what the model reads stays within its budget, the thread is summarized
 // and cut, facts stated early are answered late from the summary, and a reopened database

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // trim_hook (what the model sees), delete_old_messages and remove_old_messages (what the thread
 // keeps), in real graphs: the ReAct agent on LocalModel, checkpointed threads.
 #include <stategraph/checkpoint/memory_saver.hpp>

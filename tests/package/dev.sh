@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # `stategraph dev` on a project from `stategraph new`, built against the installed package
 # (tests/package/run.cmake): it serves the project's graph; after an edit of the graph's source
 # it rebuilds the project and restarts the server, and a thread made before is still there;

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # ctest -P script: install, configure the consumer, build it, run it.
 file(REMOVE_RECURSE ${WORK_DIR})
 set(prefix ${WORK_DIR}/prefix)

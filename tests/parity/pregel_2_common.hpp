@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the two halves of LangGraph's test_pregel.py port from line 4744 on
 // (test_pregel_2a.cpp, test_pregel_2b.cpp): catching errors and stream events as lines. Each
 // includer is one test binary, so the anonymous namespace gives each its own copy.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_interruption.py (interrupt_after="*" without state updates, per
 // durability mode) and tests/test_managed_values.py (RemainingSteps).
 #include "parity.hpp"

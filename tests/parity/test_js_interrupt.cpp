@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph.js src/tests/python_port/interrupt.test.ts (interrupts, cancellation),
 // src/tests/durability.sync.test.ts (when a superstep's persistence must finish) and
 // src/tests/pregel/retry.test.ts (backoff intervals).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph.js src/tests/time_travel.test.ts. Every test of that file but one is the same test
 // (same graphs, same flow, the same or fewer assertions) as one of LangGraph's
 // tests/test_time_travel.py, ported in test_time_travel_a.cpp and test_time_travel_b.cpp; README.md

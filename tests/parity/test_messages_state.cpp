@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_messages_state.py: the add_messages reducer, MessagesState in a graph,
 // push_message.
 #include <cctype>

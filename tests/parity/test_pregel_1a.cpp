@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's libs/langgraph/tests/test_pregel.py (f09cfe8), lines 1-3108: graph validation,
 // Send, pending writes, waiting edges, conditional entry points. Each case keeps LangGraph's
 // expectation; README.md lists what stategraph does differently and what is not ported.

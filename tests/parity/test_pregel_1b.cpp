@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's libs/langgraph/tests/test_pregel.py (f09cfe8), lines 3108-4743: subgraphs, nested
 // interrupts, streaming while running, checkpoint metadata, messages, the store, debug
 // checkpoints, add_sequence. Each case keeps LangGraph's expectation; README.md lists

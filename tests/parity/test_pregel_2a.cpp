@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_pregel.py, from test_parent_command to test_multi_resume (the first half
 // of the tests from line 4744 on; test_pregel_2b.cpp has the rest). See README.md.
 #include <algorithm>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_pregel.py, from test_multiple_subgraphs to the end of the file (the second
 // half of the tests from line 4744 on; test_pregel_2a.cpp has the first). See README.md.
 #include <algorithm>

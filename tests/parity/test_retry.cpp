@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_retry.py: the retry behaviour a graph user observes (attempts, which
 // errors are retried, backoff intervals, timeouts composed with retries, writes of failed
 // attempts). LangGraph patches time.sleep / random.uniform; here the intervals are measured

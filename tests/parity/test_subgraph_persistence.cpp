@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_subgraph_persistence.py (a graph invoked from inside a parent's node,
 // with checkpointer None / False / True) and tests/test_parent_command.py (Command.PARENT from a
 // graph invoked inside a node).

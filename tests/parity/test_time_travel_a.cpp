@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_time_travel.py, part A (sections 1-4, 6, 7 and the append-only history
 // tests of section 8; part B has the subgraph interrupt and stateful-subgraph tests): replay
 // (invoke from a checkpoint id) and fork (update_state, then invoke), on plain graphs, with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph's tests/test_time_travel.py, part B (section 5: subgraphs with interrupts, and the
 // stateful-subgraph tests of section 8; part A has the rest): replay (invoke from a checkpoint id)
 // and fork (update_state, then invoke) with subgraphs.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Shared by the two halves of LangGraph's test_time_travel.py port (test_time_travel_a.cpp,
 // test_time_travel_b.cpp): the state, the call log and the node builders both use. Each
 // includer is one test binary, so the anonymous namespace gives each its own copy.

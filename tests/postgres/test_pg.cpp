@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The libpq layer against a real PostgreSQL 15 started in a temp dir: parameters (text, binary,
 // NULL), pipelined batches and their atomicity, errors with their SQLSTATE, the pool across a
 // server restart, LISTEN/NOTIFY.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PostgresKv's paged key spaces (postgres/src/postgres_kv_pages.cpp) against MemoryKv as the
 // model: batches of appends (pages), lone puts, overwrites, keys before a group's first page,
 // batches that overlap pages, erases and ranges across page bounds; every get and every scan

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // PostgresSaver and PostgresStore beyond the conformance suites (which run on Postgres too):
 // data survives reopening, processes share a table (caches checked, fences), an exclusive store
 // has its table alone, a dead server is a clear error.

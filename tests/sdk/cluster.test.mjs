@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Three `stategraph serve` processes on one PostgreSQL database (docs/scale-out.md), driven
 // by the official JS SDK (@langchain/langgraph-sdk). tests/sdk/run-cluster.sh starts them.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph Server API conformance suite, driven by the official JS SDK
 // (@langchain/langgraph-sdk). The specification is
 // shared/reference/langgraph-server-api.md; the § numbers below refer to it.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Helpers of the SDK suites (conformance.test.mjs, cluster.test.mjs).
 import assert from "node:assert/strict";
 

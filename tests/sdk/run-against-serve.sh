@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starts `stategraph serve` on a free port (in memory, on RocksDB in a temp dir with --rocksdb,
 # or on a throwaway PostgreSQL 15 cluster with --postgres) and runs the official JS SDK's
 # conformance suite against it (run.sh).

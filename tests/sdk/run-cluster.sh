@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Three `stategraph serve` processes on one throwaway PostgreSQL 15 database, driven by the
 # official JS SDK (cluster.test.mjs, docs/scale-out.md): mixed multitask strategies on 50
 # threads spread over the processes, one running run per thread at every instant, and final

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Runs the SDK conformance suite (or another suite of this directory) against a LangGraph Server
 # API server.
 #   usage: tests/sdk/run.sh URL [SUITE.test.mjs]   e.g. tests/sdk/run.sh http://127.0.0.1:2024

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // What the server tests share: the spec's echo graph, a server on a free port, raw sockets.
 #include <stategraph/server/server.hpp>

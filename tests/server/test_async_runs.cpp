@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs as coroutines: many runs wait on a model at once without holding threads, and cancelling
 // a run aborts its model call. Against a loopback OpenAI-compatible model that answers after a
 // long delay and counts the requests in flight and those whose client went away.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Custom authentication and authorization (ServerOptions::auth, stategraph/server/auth.hpp):
 // two users who cannot see or touch each other's threads, runs, assistants, crons and store
 // items; 401 from the authentication handler, 403 from a denying one; the user in the run's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Two servers in one process on one PostgreSQL database (as two processes would be): they share
 // the runs (server/src/cluster.cpp). Here under ThreadSanitizer too; the multi-process tests are
 // tests/cli/test_serve_cli.cpp and tests/sdk/cluster.test.mjs.

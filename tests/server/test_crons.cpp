@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Crons: cron schedules (server/src/cron_schedule.hpp) and the crons API over HTTP, firing runs
 // on time (server/src/crons.cpp). Two servers on one PostgreSQL database fire each due time
 // once: test_cluster.cpp.

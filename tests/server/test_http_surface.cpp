@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The server's HTTP surface for browsers and tools: every route's methods (405 with Allow,
 // OPTIONS), CORS (preflights, allowed and refused origins, the default of this machine's pages),
 // the paths open without the API key, and the readiness probe.

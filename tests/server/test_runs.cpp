@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Runs, thread state and the store over real HTTP on 127.0.0.1: wait, SSE streams (event order,
 // modes, ids, Content-Location), join, the four multitask strategies under concurrent requests,
 // cancel during a slow node, a client that disconnects mid-stream, stateless runs, interrupts and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sg::Server over real HTTP on 127.0.0.1: health and info, the system assistants (LangGraph's
 // uuid5 ids, lookup by graph id, search with filters and pagination, the graph drawing), the API
 // key, and bad input at the network level (limits, malformed requests, idle and surplus

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The soak's short version (bench/soak/run.sh is the long one, issue 18), here so that it runs
 // under ThreadSanitizer in CI: conversation threads on a RocksDB-backed server driven by
 // concurrent clients, one run per thread at a time, then every thread's final state compared

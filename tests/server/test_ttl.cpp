@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Thread TTLs (ServerOptions::thread_ttl, a thread's own `ttl`) swept by the server, and
 // POST /threads/prune (server/src/threads.cpp).
 #include "server_fixture.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One suite for InMemoryStore and RocksDbStore: put/get/delete, namespaces, search with
 // filters and paging, list_namespaces, TTL, batch, persistence and bad input.
 #include <stategraph/store/memory_store.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Nodes reach the store through their run context: compile({.store = ...}).
 #include <stategraph/stategraph.hpp>
 #include <stategraph/store/memory_store.hpp>

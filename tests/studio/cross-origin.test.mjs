@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A page on another origin calls `stategraph serve` from a real browser (Debian's chromium,
 // playwright-core), as the browser UIs do (agent-chat-ui, pages built on useStream): every route
 // they use, with the API key, so that each call is preflighted. The server's default CORS allows

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A loopback OpenAI-compatible model for the studio test (POST /v1/chat/completions, streamed):
 // it streams its reply a word every 60 ms so that the page's token-by-token rendering can be
 // seen. Rules: a user message naming `multiply` with two numbers calls the multiply tool (when

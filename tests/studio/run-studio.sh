@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starts a loopback OpenAI-compatible model (model-server.mjs) and `stategraph serve` on it (in
 # memory, with an API key) on free ports, and drives the studio page in Debian's chromium with
 # playwright-core (studio.test.mjs), then a page on another origin that calls the API as browser

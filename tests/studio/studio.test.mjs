@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The studio in a real browser (Debian's chromium, driven by playwright-core) against a real
 // `stategraph serve` with an API key: STUDIO_URL, STUDIO_API_KEY; screenshots go to STUDIO_SHOTS.
 // A console error or an uncaught exception on the page fails the test.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A checkpointer that forwards every call to an InMemorySaver: tests derive from it and override

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Loads the golden vectors computed by the real LangGraph.js (tests/data/golden, or the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A blocking HTTP client for tests (libcurl's easy interface): one request, the status, the
 // headers (names lower-case) and the body.

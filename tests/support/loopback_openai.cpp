@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "support/loopback_openai.hpp"
 
 #include <boost/asio/co_spawn.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A loopback server that speaks OpenAI's HTTP API (chat completions as JSON or SSE, embeddings),
 // for the model client's tests and the benchmarks. It listens on 127.0.0.1 (port 0: a free

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // sg-loopback-openai [--port N] [--delay-ms D] [--chunks K] [--threads T]
 //                    [--call-tool NAME [--tool-args JSON]]
 // Serves OpenAI's chat-completions and embeddings API on 127.0.0.1 until killed: every chat

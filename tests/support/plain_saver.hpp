@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A checkpointer written from the public interface alone: it keeps the default put_all and

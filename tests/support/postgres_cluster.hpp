@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A throwaway PostgreSQL 15 cluster for a test: a data directory in a temp dir, a server on a unix

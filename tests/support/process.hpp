@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Runs a program with a given stdin and captures its exit code, stdout and stderr (through

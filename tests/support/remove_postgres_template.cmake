@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT
 # Removes the PostgreSQL template cluster whose directory PATH_FILE names, and PATH_FILE
 # (cmake -DPATH_FILE=... -P remove_postgres_template.cmake; tests/CMakeLists.txt).
 if(NOT EXISTS "${PATH_FILE}")

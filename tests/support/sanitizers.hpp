@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Which sanitizer the test build uses, for the few tests that leave a part out under one (each
 // says why where it does).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The savers, made fresh per call, for suites that run every case on each
 // (TEST_CASE_TEMPLATE(..., F, SG_SAVER_FACTORIES)): in memory, RocksDB, and PostgreSQL when the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What both UI tests share: the server under test, what its graph answers, the loopback model's
 // record of what it was asked, and a poll helper.
 //   UI_URL, UI_API_KEY   the `stategraph serve` under test and its key

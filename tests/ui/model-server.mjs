@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A loopback OpenAI-compatible chat model for the UI tests (POST /v1/chat/completions). It
 // answers "You said: TEXT" to the last message, a word every 40 ms; a message with "slowly"
 // gets "and so on" 34 times, a word every 250 ms (a reply to stop). Asked to stream, it sends

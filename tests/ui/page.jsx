@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The chat page that use-stream.test.mjs drives: useStream from @langchain/langgraph-sdk/react
 // against a `stategraph serve` on another origin, as chat UIs built on it do (bundled with
 // esbuild at test time). The query string sets it up: api (the server's URL), key (its API

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // LangGraph.js's RemoteGraph (@langchain/langgraph/remote) against `stategraph serve`, in Node:
 // invoke, stream (values and updates) and getState on a thread of the server, then the same
 // RemoteGraph as the node of a LangGraph.js StateGraph (MessagesAnnotation) with a MemorySaver:

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starts a loopback OpenAI-compatible model (model-server.mjs) and `stategraph serve` on it (in
 # memory, with an API key, allowing the test page's origin) on free ports, then runs two real
 # clients against it: a React page built on useStream in Debian's chromium, on another origin

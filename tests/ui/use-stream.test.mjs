@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // useStream (@langchain/langgraph-sdk/react) in a real browser (Debian's chromium, playwright-core)
 // on another origin than `stategraph serve`: page.jsx, bundled with esbuild into a temp dir and
 // served from http://ui.test:UI_PAGE_PORT (chromium alone maps ui.test to 127.0.0.1; the

@@ -1,4 +1,5 @@
 #!/usr/bin/env node
+// SPDX-License-Identifier: MIT
 // LangGraph.js side of stategraph-bench model_calls: N concurrent streaming chat calls through
 // LangChain's ChatOpenAI (@langchain/openai, the client LangGraph.js agents use) to a loopback
 // OpenAI-wire server (sg-loopback-openai), all started at once. Prints one JSON line with the

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
 # Starts the official LangGraph.js dev server (in memory) on 127.0.0.1:PORT serving
 # langgraph.json's graphs, waits until GET /ok answers, prints the URL and stays in
 # the foreground until killed (SIGTERM/SIGINT stop the server and everything it started).

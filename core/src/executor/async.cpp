@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Asynchronous runs: the superstep loop as a coroutine on the run's strand, coroutine nodes
 // spawned on it, and coroutine nodes run to completion in a synchronous run.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "async_writer.hpp"
 
 #include <iterator>

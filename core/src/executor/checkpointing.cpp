@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Saving a run: checkpoints (only the channels changed since the last stored one, lists as
 // deltas), task writes, the durability modes, the node cache.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The parts of a superstep the synchronous loop (run.cpp, step.cpp) and the asynchronous one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Loading a run from a checkpoint: versions, what runs next, the saved writes of its tasks and
 // of resuming Commands, resume values.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // A run from start to end: loading the thread, input or resuming, the superstep loop, and the
 // untyped parts of get_state and update_state.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // What tasks on other threads share with their run: config, resume values, stream delivery.
 
 #include <stategraph/core/detail/executor_core.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Which tasks run in the next superstep: triggers, waiting edges, deferred nodes, Sends.
 
 #include <stategraph/core/detail/executor_core.hpp>

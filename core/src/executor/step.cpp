@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Running a superstep's tasks: on the calling thread, or on the pool with the calling thread
 // helping, or delivering stream events; failures in task order.
 

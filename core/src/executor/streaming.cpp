@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The stream events that carry no typed state: interrupts, custom data, debug events.
 
 #include <stategraph/core/detail/executor_core.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Retries and node timeouts: a timed attempt runs on a thread of its own, so the run can
 // abandon it when it is late.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Umbrella header: messages, typed state, graphs and the reducers.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // clang-format off
 #include "common.hpp"
 // expect: a node must return sg::Update<State>, sg::Command<State>, std::vector<sg::Command<State>> or void

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include <stategraph/stategraph.hpp>
 // expect: the reducer must be a reducer type
 struct Bad {

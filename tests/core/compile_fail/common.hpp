@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A state for the compile-failure tests: each test file must NOT compile, with a readable error.
 #include <stategraph/stategraph.hpp>

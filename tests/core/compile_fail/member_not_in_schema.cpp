@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common.hpp"
 // expect: this member is not part of the state's schema
 int main() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common.hpp"
 // expect: with a const call operator
 int main() {

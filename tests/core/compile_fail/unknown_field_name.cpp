@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common.hpp"
 // expect: no field of the state's schema\(\) has this name
 int main() {

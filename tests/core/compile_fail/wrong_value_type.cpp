@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #include "common.hpp"
 // expect: the value's type does not match the field's update type
 int main() {

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built against an installed stategraph: messages from sg::core, add_messages from sg::reducers.
 #include <stategraph/stategraph.hpp>
 

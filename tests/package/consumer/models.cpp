@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built against an installed stategraph: the OpenAI client from its public header alone (curl
 // stays behind it), linked through the exported archive (libcurl comes along). A configuration
 // without a key for api.openai.com fails before any request.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // Built against an installed stategraph: the savers and stores from their public headers alone
 // (the internal kv module installs no headers), linked through the exported archives (the kv
 // archive, zlib and RocksDB come along). Takes a directory for the two databases.

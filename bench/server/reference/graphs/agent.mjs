@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // The echo graph of the conformance contract (langgraph-server-api.md §0):
 // __start__ -> echo -> __end__ over MessagesAnnotation. `echo` answers
 // "echo: " + the content of the last human message; a content starting with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 // One node `ask` that interrupts with {question: "what next?"} and, once resumed
 // with a value v, answers "resumed: " + v (JSON-encoded unless a string).
 import { StateGraph, MessagesAnnotation, START, END, interrupt } from "@langchain/langgraph";

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // LangGraph's checkpointer semantics over an ordered key-value store; InMemorySaver and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Asynchronous runs and coroutine nodes on Boost.Asio (C++20 coroutines).

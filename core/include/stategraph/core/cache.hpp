@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Node caching (LangGraph's BaseCache / InMemoryCache): nodes with a CachePolicy keep the writes

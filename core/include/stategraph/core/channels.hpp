@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The channels of a checkpoint besides the state's fields, and the special channels of pending

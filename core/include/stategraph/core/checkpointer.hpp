@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The checkpointer interface (LangGraph's BaseCheckpointSaver) and its data. Implementations:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A compiled graph (invoke, stream, get_state, update_state) and its iterable event stream.

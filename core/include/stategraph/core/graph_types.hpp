@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The vocabulary of graphs and runs: START/END, Send, Command, interrupts, retry policies,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // std::optional<T> <-> JSON (null when empty), which nlohmann 3.11 lacks. Every header that
 // converts an optional to or from JSON includes this before it does, so that every translation

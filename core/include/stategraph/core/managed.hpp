@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Managed values (LangGraph's RemainingSteps and IsLastStep): state fields the executor fills in

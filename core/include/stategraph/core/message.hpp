@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 #include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional

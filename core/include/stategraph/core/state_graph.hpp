@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The graph builder: nodes, edges, conditional edges; compile() freezes it into a CompiledGraph.

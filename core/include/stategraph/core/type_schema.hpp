@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // JSON Schemas of C++ value types: a tool's arguments (make_tool) and a served graph's state

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // stategraph's version (the top-level CMakeLists.txt reads it from here).

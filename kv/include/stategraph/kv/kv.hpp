@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The ordered key-value store under the checkpoint savers and the long-term memory stores

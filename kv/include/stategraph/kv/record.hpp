@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The frame of every stored record (checkpoints and store items): "SG", a format version, a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A RocksDB database with named column families as a detail::KvBackend (key space i is the

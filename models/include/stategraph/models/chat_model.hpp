@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Chat models: the interface every model implements, its options and errors.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // LocalModel: the offline, deterministic default model.
 //

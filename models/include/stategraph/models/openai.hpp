@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The OpenAI-compatible client: chat completions (JSON and SSE streaming, tools, structured
 // output) and embeddings over libcurl, for OpenAI and the servers that speak its API (Ollama,

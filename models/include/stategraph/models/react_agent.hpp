@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // LangGraph's prebuilt ReAct agent: a model that calls tools in a loop until it answers.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Tools a model can call: a name, a description, a JSON schema of the arguments and a function.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // LangGraph's prebuilt ToolNode and tools_condition.
 //

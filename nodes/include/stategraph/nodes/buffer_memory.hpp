@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Buffer memories (LangChain's ConversationBufferMemory, ConversationBufferWindowMemory and
 // ConversationTokenBufferMemory) over any ChatMessageHistory, their modern equivalents as

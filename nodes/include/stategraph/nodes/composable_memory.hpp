@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Composable memory (seeds/004, LlamaIndex's SimpleComposableMemory): a primary chat buffer plus
 // secondary sources such as a vector memory in the store; what the secondary sources retrieve

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A small JSON Schema validator: what profile documents, memory contents and memory tools'
 // arguments are checked against before anything is stored.

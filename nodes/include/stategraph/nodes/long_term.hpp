@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Long-term memory on the store (seeds/001), all in one include: memory tools for the hot path
 // (memory_tools.hpp), the debounced background writer (memory_writer.hpp), a profile updated by

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A collection of memories (seeds/001, "Manage a collection of memories"): one store item per
 // memory, {"content": ...}, that a model inserts, updates and deletes after reading the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Writing memories on the hot path (seeds/001): tools the agent calls to create, update, delete
 // and search its memories while it answers, as LangMem's create_manage_memory_tool and

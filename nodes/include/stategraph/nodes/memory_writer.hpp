@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Writing memories in the background (seeds/001): a write per conversation thread runs once the
 // thread has gone quiet for a while; new messages cancel the pending write and schedule it again

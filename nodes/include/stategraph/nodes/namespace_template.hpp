@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Store namespaces filled from the run's configurable values (LangMem's NamespaceTemplate):
 // memories of user "u1" under ("memories", "u1") with one template for every user.

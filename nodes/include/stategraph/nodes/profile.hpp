@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A profile (seeds/001, "Manage individual profiles"): one JSON document per user, kept in the
 // store, that a model updates with an RFC 6902 JSON Patch; every change is validated against the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Memories presented in the prompt (seeds/001, "Representing memories"): the agent's own
 // instructions, rewritten by reflection over a conversation and kept in a shared namespace, and

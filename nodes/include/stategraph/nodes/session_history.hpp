@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Session histories: LangChain's BaseChatMessageHistory (in memory, or persisted as a
 // checkpointed thread so that it survives the process) and RunnableWithMessageHistory, which

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Short-term memory techniques (seeds/002 "How to Build Short-Term Memory"): a token-limited
 // buffer pruned FIFO, by importance or both (system messages are always kept), recency

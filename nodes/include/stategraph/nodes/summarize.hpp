@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Short-term memory by summarizing: LangMem's summarize_messages / SummarizationNode (a running
 // summary that is extended, never splitting a tool call from its results) and LangGraph's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // The summarize-and-trim chat graph: the graph of `stategraph demo` and `stategraph chat`. The
 // model reads the system prompt with the running summary and the recent turns that fit a token

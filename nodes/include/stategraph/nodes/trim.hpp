@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // Short-term memory by cutting: what the model sees (a trimming pre-model hook) and what the
 // thread keeps (deleting old messages by id, or a keep-slice update).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A small RAII layer over libpq: connections, text and binary parameters, results, pipelined

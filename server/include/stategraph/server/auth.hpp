@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Custom authentication and authorization of the server (LangGraph's `Auth`): one handler turns

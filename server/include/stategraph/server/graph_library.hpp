@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Graph libraries: shared libraries that add graphs to `stategraph serve` at start-up (the

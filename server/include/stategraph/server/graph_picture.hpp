@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A graph's picture, laid out and rendered by Graphviz's C library in this process (libgvc), in

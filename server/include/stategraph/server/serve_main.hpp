@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A server program in one call: the options, stategraph.json, storage and signal handling of

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // A graph as the server sees it: JSON in, JSON out, whatever its state type. Make one with
 // served_graph() and give it to Server::add_graph().

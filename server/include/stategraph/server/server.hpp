@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 // stategraph's HTTP server: compiled graphs served over the LangGraph Server API, the API the
 // official SDKs (`@langchain/langgraph-sdk`, `langgraph-sdk`) speak

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The store over an ordered key-value space: InMemoryStore (memory_store.hpp) and RocksDbStore

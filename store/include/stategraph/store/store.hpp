@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The long-term memory store: JSON documents under hierarchical namespaces, shared across

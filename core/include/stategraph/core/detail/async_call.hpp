@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A started coroutine node as Boost.Asio sees it: what AsyncCall erases. Internal to stategraph;

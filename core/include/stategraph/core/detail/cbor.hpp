@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A CBOR (RFC 8949) writer for what JSON values become on disk: used directly for data whose

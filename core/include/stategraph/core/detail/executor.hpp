@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The executor's typed shell: the state, the reducers' caches, applying writes in task order,

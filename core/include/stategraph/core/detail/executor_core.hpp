@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The executor's untyped core: everything about a run that does not depend on the state type.

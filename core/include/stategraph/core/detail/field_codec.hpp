@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The per-field codecs of a state type: how its fields, updates and task writes go to a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A compiled graph's data, and what a run is given: the stream it writes to and the request it

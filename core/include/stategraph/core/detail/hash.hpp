@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // FNV-1a (64 bits): the hash behind task ids, interrupt ids and the offline embedder's buckets.

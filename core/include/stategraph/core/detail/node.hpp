@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // Type-erased nodes and routers. Internal to stategraph.

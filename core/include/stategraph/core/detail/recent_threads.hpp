@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // A small LRU map of threads' final states (CompileOptions::recent_threads). Internal to

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The state-independent shape of a graph: what StateGraph<S> records, validated and indexed by

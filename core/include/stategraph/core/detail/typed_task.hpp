@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT
 #pragma once
 
 // The typed parts of a task: its output, what a node produced besides its Command, and an
