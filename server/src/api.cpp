@@ -678,6 +678,11 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
     return json_response(schemas);
   }
   if (p.size() == 3 && p[2] == "versions") return assistants_->versions(p[1], request);
+  if ((p.size() == 3 || p.size() == 4) && p[2] == "subgraphs") {  // /subgraphs[/{namespace}]
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    const std::optional<std::string> ns = p.size() == 4 ? std::optional(p[3]) : std::nullopt;
+    return json_response(entry.graph->subgraphs(ns, query_flag(request, "recurse")));
+  }
   throw no_route(request);
 }
 

@@ -23,6 +23,8 @@ constexpr Route kRoutes[] = {
     {"assistants/{}", "GET, PATCH, DELETE"},
     {"assistants/{}/graph", "GET"},
     {"assistants/{}/schemas", "GET"},
+    {"assistants/{}/subgraphs", "GET"},
+    {"assistants/{}/subgraphs/{}", "GET"},
     {"assistants/{}/versions", "POST"},
     {"assistants/{}/latest", "POST"},
     {"threads", "POST"},

@@ -163,6 +163,48 @@ TEST_CASE("subgraph with its own state type") {
   CHECK(out.state.messages[0].content.str() == "length 12");
 }
 
+TEST_CASE("subgraph_schemas lists the subgraphs as LangGraph's get_subgraphs") {
+  // outer (SummaryChat): "plain", "log" (TopicLog, which holds "deep", TopicLog too), "chat"
+  // (SummaryChat).
+  sg::StateGraph<TopicLog> deepest;
+  deepest.add_node("n", [](const TopicLog&) { return sg::Update<TopicLog>{}; });
+  deepest.add_edge(sg::START, "n");
+  sg::StateGraph<TopicLog> log;
+  log.add_node("deep", deepest.compile());
+  log.add_edge(sg::START, "deep");
+  sg::StateGraph<SummaryChat> chat;
+  chat.add_node("n", [](const SummaryChat&) { return sg::Update<SummaryChat>{}; });
+  chat.add_edge(sg::START, "n");
+  sg::StateGraph<SummaryChat> outer;
+  outer.add_node("plain", [](const SummaryChat&) { return sg::Update<SummaryChat>{}; });
+  outer.add_node(
+      "log", log.compile(), [](const SummaryChat&) { return sg::Update<TopicLog>{}; },
+      [](const TopicLog&) { return sg::Update<SummaryChat>{}; });
+  outer.add_node("chat", chat.compile());
+  outer.add_edge(sg::START, "plain").add_edge("plain", "log").add_edge("log", "chat");
+  const auto graph = outer.compile();
+
+  const auto names = [](const std::vector<std::pair<std::string, nlohmann::json>>& listed) {
+    std::vector<std::string> out;
+    for (const auto& [ns, schema] : listed) out.push_back(ns);
+    return out;
+  };
+  const auto direct = graph.subgraph_schemas();
+  CHECK(names(direct) == std::vector<std::string>{"log", "chat"});  // in node order
+  CHECK(direct[0].second == sg::json_schema_of<TopicLog>());
+  CHECK(direct[1].second == sg::json_schema_of<SummaryChat>());
+  CHECK(names(graph.subgraph_schemas(std::nullopt, true)) ==
+        std::vector<std::string>{"log", "log|deep", "chat"});
+  CHECK(names(graph.subgraph_schemas("chat")) == std::vector<std::string>{"chat"});
+  // A nested namespace is found only when recursing, as in LangGraph.
+  CHECK(graph.subgraph_schemas("log|deep").empty());
+  const auto deep = graph.subgraph_schemas("log|deep", true);
+  CHECK(names(deep) == std::vector<std::string>{"log|deep"});
+  CHECK(deep[0].second == sg::json_schema_of<TopicLog>());
+  CHECK(graph.subgraph_schemas("plain").empty());  // not a subgraph
+  CHECK(graph.subgraph_schemas("nope", true).empty());
+}
+
 TEST_CASE("a subgraph node's Command to the parent graph") {
   sg::StateGraph<TopicLog> inner;
   inner.add_node("escalate", [](const TopicLog&) {

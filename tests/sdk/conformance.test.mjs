@@ -337,6 +337,18 @@ describe("assistants (§2.1)", () => {
     );
   });
 
+  it("getSubgraphs of a graph without subgraphs is empty, recursively too", async () => {
+    assert.deepEqual(await client.assistants.getSubgraphs(GRAPH_ASSISTANT_ID), {});
+    assert.deepEqual(
+      await client.assistants.getSubgraphs(GRAPH_ASSISTANT_ID, { recurse: true }),
+      {},
+    );
+    assert.deepEqual(
+      await client.assistants.getSubgraphs(GRAPH_ASSISTANT_ID, { namespace: "nope" }),
+      {},
+    );
+  });
+
   it("search of an unknown graph_id is empty", async () => {
     assert.deepEqual(await client.assistants.search({ graphId: uniqueLabel("no-such-graph") }), []);
   });

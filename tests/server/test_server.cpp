@@ -100,6 +100,30 @@ TEST_CASE("server: an assistant's schemas come from its graph's state type") {
   CHECK(s.post("/assistants/agent/schemas", "{}").status == 405);
 }
 
+TEST_CASE("server: an assistant's subgraphs, by namespace and recursively") {
+  sg::StateGraph<sg::MessagesState> inner;
+  inner.add_node("n", [](const sg::MessagesState&) { return sg::Update<sg::MessagesState>{}; });
+  inner.add_edge(sg::START, "n");
+  sg::StateGraph<sg::MessagesState> middle;
+  middle.add_node("inner", inner.compile());
+  middle.add_edge(sg::START, "inner");
+  sg::StateGraph<sg::MessagesState> outer;
+  outer.add_node("middle", middle.compile());
+  outer.add_edge(sg::START, "middle");
+  Served s({}, {{"nested", sg::served_graph(std::move(outer))}});
+  const json schemas = s.get_json("/assistants/nested/schemas");
+  json expected = schemas;
+  expected.erase("graph_id");
+  CHECK(s.get_json("/assistants/nested/subgraphs") == json{{"middle", expected}});
+  CHECK(s.get_json("/assistants/nested/subgraphs?recurse=true") ==
+        json{{"middle", expected}, {"middle|inner", expected}});
+  CHECK(s.get_json("/assistants/nested/subgraphs/middle%7Cinner?recurse=true") ==
+        json{{"middle|inner", expected}});
+  CHECK(s.get_json("/assistants/nested/subgraphs/nope") == json::object());
+  CHECK(s.get_json("/assistants/agent/subgraphs") == json::object());
+  CHECK(s.get("/assistants/nobody/subgraphs").status == 404);
+}
+
 TEST_CASE("server: a graph's picture as SVG, laid out by Graphviz") {
   Served s;
   const auto svg = s.get("/assistants/agent/graph?format=svg");

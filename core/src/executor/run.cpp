@@ -13,6 +13,30 @@
 
 namespace sg::detail {
 
+std::vector<std::pair<std::string, const GraphCore::Subgraph*>> list_subgraphs(
+    const GraphCore& graph, std::optional<std::string_view> ns, bool recurse) {
+  // As LangGraph's get_subgraphs: a namespace selects the nodes it starts with, and returns as
+  // soon as one is the whole namespace.
+  std::vector<std::pair<std::string, const GraphCore::Subgraph*>> out;
+  for (const GraphCore::Subgraph& subgraph : graph.subgraph_nodes) {
+    const std::string& name = subgraph.node;
+    if (ns && ns->substr(0, name.size()) != name) continue;
+    if (ns && *ns == name) {
+      out.emplace_back(name, &subgraph);
+      return out;
+    }
+    if (!ns) out.emplace_back(name, &subgraph);
+    if (recurse) {
+      std::optional<std::string_view> rest;
+      if (ns) rest = ns->substr(std::min(ns->size(), name.size() + 1));
+      for (auto& [path, nested] : list_subgraphs(*subgraph.def, rest, recurse)) {
+        out.emplace_back(name + "|" + path, nested);
+      }
+    }
+  }
+  return out;
+}
+
 void GraphCore::finish_compiling() {
   branch_channels.clear();
   join_channels.clear();

@@ -363,6 +363,20 @@ class CompiledGraph {
   }
   [[nodiscard]] const std::string& name() const noexcept { return def_->spec.name; }
 
+  /// The compiled graphs added as nodes, each with its state's JSON Schema (json_schema_of), as
+  /// LangGraph's get_subgraphs lists them: the direct ones by node name; with `recurse`, theirs
+  /// too ("parent|child"); with `ns`, only the one at that path (a nested path needs
+  /// `recurse`). Thread-safe.
+  [[nodiscard]] std::vector<std::pair<std::string, nlohmann::json>> subgraph_schemas(
+      const std::optional<std::string>& ns = std::nullopt, bool recurse = false) const {
+    std::vector<std::pair<std::string, nlohmann::json>> out;
+    for (const auto& [path, subgraph] : detail::list_subgraphs(
+             *def_, ns ? std::optional<std::string_view>(*ns) : std::nullopt, recurse)) {
+      out.emplace_back(path, subgraph->state_schema());
+    }
+    return out;
+  }
+
  private:
   template <State>
   friend class StateGraph;

@@ -9,6 +9,7 @@
 #include <stategraph/core/detail/node.hpp>
 #include <stategraph/core/detail/topology.hpp>
 #include <stategraph/core/graph_types.hpp>
+#include <stategraph/core/type_schema.hpp>
 
 #include <initializer_list>
 #include <map>
@@ -135,6 +136,7 @@ class StateGraph {
       return subgraph.template run_as_subgraph<S>(to_child(state), ctx, to_parent);
     };
     if constexpr (!std::is_same_v<T, S>) foreign_subgraphs_.insert(name);
+    subgraph_nodes_.push_back({name, subgraph.def_, &json_schema_of<T>});
     add_node(std::move(name), Node<S>(std::move(fn)), std::move(options));
     // A subgraph may send a Command to this graph (sg::PARENT): it may go anywhere.
     spec_.nodes.back().returns_command = true;
@@ -236,6 +238,7 @@ class StateGraph {
   std::vector<detail::Router<S>> routers_;
   std::map<std::string, std::shared_ptr<const detail::GraphDef<S>>> subgraphs_;
   std::set<std::string> foreign_subgraphs_;
+  std::vector<detail::GraphCore::Subgraph> subgraph_nodes_;
 };
 
 template <State S>
@@ -254,6 +257,7 @@ CompiledGraph<S> StateGraph<S>::compile(CompileOptions options) const {
   def->routers = routers_;
   def->subgraphs = subgraphs_;
   def->foreign_subgraphs = foreign_subgraphs_;
+  def->subgraph_nodes = subgraph_nodes_;
   if (options.checkpointer && options.recent_threads > 0) {
     def->recent =
         std::make_unique<detail::RecentThreads<detail::FinishedThread<S>>>(options.recent_threads);

@@ -81,6 +81,10 @@ class ServedGraph {
   /// required: a run's input updates some of them), `output_schema` and `state_schema` (the
   /// state), `config_schema` and `context_schema` (null: a C++ graph declares neither).
   [[nodiscard]] virtual nlohmann::json schemas() const = 0;
+  /// GET /assistants/{id}/subgraphs[/{ns}]: the compiled graphs added as nodes, as an object of
+  /// namespace -> schemas (the shape of schemas()); CompiledGraph::subgraph_schemas says which.
+  [[nodiscard]] virtual nlohmann::json subgraphs(const std::optional<std::string>& ns,
+                                                 bool recurse) const = 0;
   /// The drawing as Graphviz DOT (draw_dot), for render_graph_picture().
   [[nodiscard]] virtual std::string draw_dot() const = 0;
 
@@ -164,10 +168,8 @@ ServedSnapshot served_snapshot(StateSnapshot<S>&& s) {
           std::move(s.created_at), std::move(s.parent_config)};
 }
 
-/// ServedGraph::schemas() of a graph on state S.
-template <State S>
-nlohmann::json state_schemas() {
-  nlohmann::json state = json_schema_of<S>();
+/// ServedGraph::schemas() of a graph whose state has the JSON Schema `state`.
+inline nlohmann::json schemas_of_state(nlohmann::json state) {
   nlohmann::json input = state;
   input.erase("required");
   return {{"input_schema", std::move(input)},
@@ -177,6 +179,23 @@ nlohmann::json state_schemas() {
           {"context_schema", nullptr}};
 }
 
+/// ServedGraph::schemas() of a graph on state S.
+template <State S>
+nlohmann::json state_schemas() {
+  return schemas_of_state(json_schema_of<S>());
+}
+
+/// ServedGraph::subgraphs() of `graph`.
+template <State S>
+nlohmann::json subgraph_schemas_json(const CompiledGraph<S>& graph,
+                                     const std::optional<std::string>& ns, bool recurse) {
+  nlohmann::json out = nlohmann::json::object();
+  for (auto& [path, state] : graph.subgraph_schemas(ns, recurse)) {
+    out[path] = schemas_of_state(std::move(state));
+  }
+  return out;
+}
+
 template <State S>
 class ServedCompiledGraph final : public ServedGraph {
  public:
@@ -184,6 +203,10 @@ class ServedCompiledGraph final : public ServedGraph {
 
   [[nodiscard]] nlohmann::json draw_json() const override { return graph_.draw_json(); }
   [[nodiscard]] nlohmann::json schemas() const override { return state_schemas<S>(); }
+  [[nodiscard]] nlohmann::json subgraphs(const std::optional<std::string>& ns,
+                                         bool recurse) const override {
+    return subgraph_schemas_json(graph_, ns, recurse);
+  }
   [[nodiscard]] std::string draw_dot() const override { return graph_.draw_dot(); }
 
   [[nodiscard]] std::shared_ptr<const ServedGraph> bind(
@@ -328,6 +351,10 @@ class ServedStateGraph final : public ServedGraph {
   // Unbound (compiled with the given options only): the server serves what bind() returns.
   [[nodiscard]] nlohmann::json draw_json() const override { return unbound_.draw_json(); }
   [[nodiscard]] nlohmann::json schemas() const override { return state_schemas<S>(); }
+  [[nodiscard]] nlohmann::json subgraphs(const std::optional<std::string>& ns,
+                                         bool recurse) const override {
+    return unbound_.subgraphs(ns, recurse);
+  }
   [[nodiscard]] std::string draw_dot() const override { return unbound_.draw_dot(); }
   [[nodiscard]] std::shared_ptr<Checkpointer> checkpointer() const override {
     return unbound_.checkpointer();

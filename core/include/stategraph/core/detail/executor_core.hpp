@@ -72,9 +72,24 @@ struct GraphCore {
   std::vector<std::string> branch_channels;
   std::vector<std::string> join_channels;
 
+  /// A compiled graph added as a node (of any state type) and its state's JSON Schema.
+  struct Subgraph {
+    std::string node;
+    std::shared_ptr<const GraphCore> def;
+    nlohmann::json (*state_schema)() = nullptr;
+  };
+  /// The compiled graphs added as nodes, in the order of their nodes.
+  std::vector<Subgraph> subgraph_nodes;
+
   /// Fills everything but spec, node_options, arg_readers and options from them.
   void finish_compiling();
 };
+
+/// The subgraphs of `graph` as LangGraph's get_subgraphs lists them: its direct subgraphs by
+/// node name; with `recurse`, theirs too ("parent|child"); with `ns`, only the one at that
+/// path (a nested one with `recurse`). Pairs of a namespace and its subgraph.
+[[nodiscard]] std::vector<std::pair<std::string, const GraphCore::Subgraph*>> list_subgraphs(
+    const GraphCore& graph, std::optional<std::string_view> ns, bool recurse);
 
 /// What a caller of stream() asked for (the typed sink is in StreamSpec<S>).
 struct StreamTarget {
