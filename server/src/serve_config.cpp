@@ -152,6 +152,28 @@ ServeConfig::StoreTtl read_store_ttl(const json& ttl) {
   return out;
 }
 
+ServeConfig::StoreIndex read_store_index(const json& index) {
+  if (!index.is_object()) throw ConfigError{"store.index", "must be an object"};
+  only_fields(index, "store.index", {"embed", "dims", "fields"});
+  ServeConfig::StoreIndex out;
+  const json& embed = index.value("embed", json());
+  if (!embed.is_string() ||
+      (embed != "hashed" && (embed.get<std::string>().rfind("openai:", 0) != 0 ||
+                             embed.get<std::string>().size() == 7))) {
+    throw ConfigError{"store.index.embed",
+                      R"(must be "openai:MODEL" (OPENAI_BASE_URL, OPENAI_API_KEY) or "hashed")"};
+  }
+  out.embed = embed;
+  const json& dims = index.value("dims", json());
+  if (!dims.is_number_unsigned() || dims.get<std::uint64_t>() == 0 ||
+      dims.get<std::uint64_t>() > 65536) {
+    throw ConfigError{"store.index.dims", "must be the embeddings' size, from 1 to 65536"};
+  }
+  out.dims = dims.get<std::size_t>();
+  if (index.contains("fields")) out.fields = string_list(index["fields"], "store.index.fields");
+  return out;
+}
+
 ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
   if (!doc.is_object()) throw ConfigError{"", "the file must hold a JSON object"};
   only_fields(doc, "", {"graphs", "env", "http", "store", "checkpointer", "auth", "$schema"});
@@ -201,8 +223,9 @@ ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
   if (doc.contains("store")) {
     const json& store = doc["store"];
     if (!store.is_object()) throw ConfigError{"store", "must be an object"};
-    only_fields(store, "store", {"ttl"});
+    only_fields(store, "store", {"ttl", "index"});
     if (store.contains("ttl")) out.store_ttl = read_store_ttl(store["ttl"]);
+    if (store.contains("index")) out.store_index = read_store_index(store["index"]);
   }
   if (doc.contains("auth")) {
     const json& auth = doc["auth"];

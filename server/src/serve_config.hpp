@@ -39,6 +39,15 @@ struct ServeConfig {
     std::chrono::milliseconds sweep_interval{std::chrono::hours(1)};
   };
   std::optional<StoreTtl> store_ttl;
+  /// store.index, when given: semantic search of the store's items.
+  struct StoreIndex {
+    /// "openai:MODEL" (an OpenAI-compatible server's embeddings, OPENAI_BASE_URL and
+    /// OPENAI_API_KEY) or "hashed" (HashedNgramEmbeddings: offline, lexical).
+    std::string embed;
+    std::size_t dims = 0;
+    std::vector<std::string> fields{"$"};
+  };
+  std::optional<StoreIndex> store_index;
   /// auth.path, an absolute path: the auth library; empty when none.
   std::string auth_library;
 };

@@ -5,6 +5,7 @@
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/version.hpp>
+#include <stategraph/models/openai.hpp>
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
 #include <stategraph/server/auth.hpp>
@@ -121,6 +122,21 @@ std::vector<std::string> add_graphs(Server& server, const std::optional<ServeCon
   return served;
 }
 
+/// The store's IndexConfig of stategraph.json's store.index. Throws ModelError (kModelConfig)
+/// for OpenAI embeddings without the configuration they need.
+IndexConfig index_config(const ServeConfig::StoreIndex& index) {
+  IndexConfig out;
+  out.dims = index.dims;
+  out.fields = index.fields;
+  if (index.embed == "hashed") {
+    out.embeddings = std::make_shared<HashedNgramEmbeddings>(index.dims);
+  } else {  // "openai:MODEL"
+    out.embeddings = std::make_shared<OpenAIEmbeddings>(OpenAIConfig::from_env(),
+                                                        index.embed.substr(7), index.dims);
+  }
+  return out;
+}
+
 void serve(const std::string& program, const ServeArgs& args,
            const std::optional<ServeConfig>& config, const RegisterGraphs& register_graphs) {
   // Before any thread starts (RocksDB's, the server's): a stop signal then reaches sigwait.
@@ -143,6 +159,9 @@ void serve(const std::string& program, const ServeArgs& args,
     options.auth = load_auth_library(config->auth_library);
   }
   const TtlConfig store_ttl = config && config->store_ttl ? config->store_ttl->ttl : TtlConfig{};
+  const std::optional<IndexConfig> store_index =
+      config && config->store_index ? std::optional(index_config(*config->store_index))
+                                    : std::nullopt;
   if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
   std::string where = "in memory";
   const bool postgres =
@@ -151,7 +170,7 @@ void serve(const std::string& program, const ServeArgs& args,
     // Tables sg_checkpoints, sg_store and sg_records, and the run queue (sg_run, sg_run_event)
     // that every server process on the database shares.
     options.checkpointer = PostgresSaver::open(args.db);
-    options.store = PostgresStore::open(args.db, {}, store_ttl);
+    options.store = PostgresStore::open(args.db, {}, store_ttl, store_index);
     options.records = PostgresStore::open(args.db, {.table = "sg_records"});
     options.cluster.conninfo = args.db;
     options.cluster.lease = std::chrono::milliseconds(
@@ -161,12 +180,13 @@ void serve(const std::string& program, const ServeArgs& args,
     std::filesystem::create_directories(args.db);
     const std::filesystem::path root(args.db);
     options.checkpointer = RocksDbSaver::open((root / "checkpoints").string());
-    options.store = RocksDbStore::open((root / "store").string(), {.ttl = store_ttl});
+    options.store =
+        RocksDbStore::open((root / "store").string(), {.ttl = store_ttl, .index = store_index});
     options.records = RocksDbStore::open((root / "records").string());
     where = "in " + args.db;
   } else {
     options.checkpointer = std::make_shared<InMemorySaver>();
-    options.store = std::make_shared<InMemoryStore>(store_ttl);
+    options.store = std::make_shared<InMemoryStore>(store_ttl, store_index);
   }
   if (config && config->store_ttl) {
     // Expired items are never read; the sweep reclaims their space.

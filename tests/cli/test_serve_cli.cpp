@@ -506,6 +506,44 @@ TEST_CASE("stategraph serve --config: checkpointer.ttl expires threads, store.tt
                    10));
 }
 
+TEST_CASE("stategraph serve --config: store.index searches the store by embeddings") {
+  sg::testing::LoopbackOpenAI model;
+  sg::test::TempDir dir;
+  const std::string config = write_config(
+      dir.path(),
+      {{"graphs", {{"echo", "builtin:agent"}}},
+       {"env", {{"OPENAI_BASE_URL", model.base_url()}, {"OPENAI_API_KEY", "test-key"}}},
+       {"store",
+        {{"index",
+          {{"embed", "openai:text-embedding-3-small"}, {"dims", 16}, {"fields", {"text"}}}}}}});
+  ServeProcess serve({"--db", (dir.path() / "data").string(), "--config", config});
+  const auto put = [&](const std::string& key, const std::string& text) {
+    const auto r = sg::test::http_request(
+        "PUT", serve.url() + "/store/items",
+        json{{"namespace", {"notes"}}, {"key", key}, {"value", {{"text", text}}}}.dump());
+    REQUIRE(r.status == 204);
+  };
+  put("food", "I love pizza with olives");
+  put("weather", "rain all week in the valley");
+  // The loopback model's vectors depend on the whole text: the item's own text is nearest.
+  const auto found = serve.post("/store/items/search", {{"namespace_prefix", {"notes"}},
+                                                        {"query", "I love pizza with olives"}});
+  REQUIRE(found.status == 200);
+  const json items = json::parse(found.body)["items"];
+  REQUIRE(items.size() == 2);
+  CHECK(items[0]["key"] == "food");
+  CHECK(items[0]["score"].get<double>() > items[1]["score"].get<double>());
+  // The model's embeddings, of the indexed field, at the configured size.
+  bool asked = false;
+  for (const auto& request : model.requests()) {
+    if (request.target.find("/embeddings") == std::string::npos) continue;
+    asked = true;
+    CHECK(request.json()["model"] == "text-embedding-3-small");
+    CHECK(request.json()["dimensions"] == 16);
+  }
+  CHECK(asked);
+}
+
 TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and graphs") {
   sg::test::TempDir dir;
   const auto fails = [&](const json& config, const std::string& expected,
@@ -548,7 +586,13 @@ TEST_CASE("stategraph serve --config: clear errors for bad files, libraries and 
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"store", {{"ttl", {{"refresh_on_read", 1}}}}}},
         "store.ttl.refresh_on_read: must be true or false");
   fails({{"graphs", {{"x", "builtin:agent"}}}, {"store", {{"index", {{"dims", 3}}}}}},
-        "store.index: unknown field");
+        "store.index.embed: must be \"openai:MODEL\"");
+  fails({{"graphs", {{"x", "builtin:agent"}}},
+         {"store", {{"index", {{"embed", "hashed"}, {"dims", -3}}}}}},
+        "store.index.dims: must be the embeddings' size");
+  fails({{"graphs", {{"x", "builtin:agent"}}},
+         {"store", {{"index", {{"embed", "hashed"}, {"dims", 3}, {"model", "x"}}}}}},
+        "store.index.model: unknown field");
   fails({{"graphs", {{"x", "builtin:agent"}}}}, "no graph 'y' in the configuration",
         {"--graph", "y"});
   std::ofstream(dir.path() / "broken.json") << "{\"graphs\": ";
