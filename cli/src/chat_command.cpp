@@ -98,8 +98,9 @@ extern "C" void on_chat_sigint(int) {
 /// Cancels `token` when Ctrl-C is pressed while it lives (a reply is being produced).
 class CtrlCCancels {
  public:
-  explicit CtrlCCancels(CancellationToken token) : previous_(std::signal(SIGINT, on_chat_sigint)) {
-    g_stop_reply = false;
+  explicit CtrlCCancels(CancellationToken token) {
+    g_stop_reply = false;  // before the handler: a Ctrl-C from now on counts
+    previous_ = std::signal(SIGINT, on_chat_sigint);
     watcher_ = std::jthread([token = std::move(token)](const std::stop_token& stop) {
       while (!stop.stop_requested()) {
         if (g_stop_reply.load()) {
@@ -119,7 +120,7 @@ class CtrlCCancels {
   }
 
  private:
-  void (*previous_)(int);
+  void (*previous_)(int) = nullptr;
   std::jthread watcher_;
 };
 
@@ -204,12 +205,13 @@ class ChatSession {
     RunConfig config = current_config();
     config.cancellation = CancellationToken::create();
     auto update = Update<SummaryTrimState>{}.set<&SummaryTrimState::messages>(human(text));
-    std::cout << paint("ai> ", "1;36") << std::flush;
     bool streamed = false;
     try {
       std::optional<SummaryTrimState> state;
       {
+        // Ctrl-C stops the reply from the moment its prompt shows.
         CtrlCCancels ctrl_c(config.cancellation);
+        std::cout << paint("ai> ", "1;36") << std::flush;
         state = app_.stream(std::move(update), config, StreamMode::messages,
                             [&](const StreamEvent<SummaryTrimState>& event) {
                               if (event.node != "chat" || !event.message) return;

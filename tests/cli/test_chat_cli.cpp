@@ -55,14 +55,16 @@ class Tmux {
     if (escapes) args.push_back("-e");
     return run(args).out;
   }
-  /// Waits up to 20 s for `text` on the screen; returns the screen.
+  /// Waits up to 20 s for `text` on the screen; returns the screen. (A deadline, not a count
+  /// of looks: on a loaded machine each capture-pane may take a while.)
   [[nodiscard]] std::string wait_for(const std::string& text) const {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
     std::string shown;
-    for (int i = 0; i < 400; ++i) {
+    do {
       shown = screen();
       if (shown.find(text) != std::string::npos) return shown;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
+    } while (std::chrono::steady_clock::now() < deadline);
     FAIL_CHECK("not on the screen after 20 s: " << text << "\n--- screen ---\n" << shown);
     return shown;
   }
