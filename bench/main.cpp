@@ -9,12 +9,15 @@
 // Each run of a scenario happens in a fresh process (this program re-executes itself with
 // --unit), so peak RSS and on-disk state are per run; with --repeat N every numeric field is the
 // median of N runs.
+#include <stategraph/core/version.hpp>
+
 #include <CLI/CLI.hpp>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -71,7 +74,7 @@ Json run_in_child(const std::string& unit) {
 
 Json versions() {
   Json v;
-  v["stategraph"] = "0.1.0";
+  v["stategraph"] = std::string(sg::kVersion);
 #if defined(__clang__)
   v["compiler"] = std::string("clang ") + __clang_version__;
 #elif defined(__GNUC__)
@@ -151,7 +154,18 @@ int main(int argc, char** argv) {
     } else {
       line["runs"] = repeat;
       Json variants = Json::object();
-      for (const auto& u : units) variants[u.substr(u.find(':') + 1)] = measure(u);
+      // The PostgreSQL variants need a database: without one they are skipped, with a note.
+      const char* postgres = std::getenv("SG_BENCH_POSTGRES");
+      for (const auto& u : units) {
+        const std::string variant = u.substr(u.find(':') + 1);
+        if (variant.rfind("postgres", 0) == 0 && (postgres == nullptr || *postgres == '\0')) {
+          variants[variant] = {{"skipped", "SG_BENCH_POSTGRES is not set"}};
+          std::cerr << scenario << ": " << variant
+                    << " skipped (set SG_BENCH_POSTGRES to a libpq connection string)\n";
+          continue;
+        }
+        variants[variant] = measure(u);
+      }
       line["variants"] = variants;
     }
     if (!json_only) {
