@@ -767,6 +767,13 @@ TEST_CASE("server store: put, get, search, namespaces, delete and bad input") {
   CHECK(put({{"namespace", {"a"}}, {"value", json::object()}}) == 422);
   CHECK(s.get("/store/items?namespace=a.b").status == 422);
   CHECK(s.post("/store/items/search", json{{"limit", "ten"}}).status == 422);
+  // The reserved root label, a filter with an unknown operator: the client's mistakes.
+  const auto reserved = sg::test::http_request(
+      "PUT", s.server.url() + "/store/items",
+      json{{"namespace", {"langgraph", "x"}}, {"key", "k"}, {"value", json::object()}}.dump());
+  CHECK(reserved.status == 422);
+  CHECK(reserved.body.find("the root label 'langgraph' is reserved") != std::string::npos);
+  CHECK(s.post("/store/items/search", json{{"filter", {{"n", {{"$near", 1}}}}}}).status == 422);
   // The server's own records are not in the user's store.
   (void)s.new_thread();
   CHECK(s.post_json("/store/namespaces", json::object())["namespaces"] ==
