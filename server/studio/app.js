@@ -118,6 +118,7 @@ async function loadAssistants() {
 
 async function chooseAssistant() {
   state.assistant = state.assistants.find((a) => a.assistant_id === ui.assistant.value) ?? null;
+  if (!state.thread) ui.message.disabled = ui.send.disabled = !canSend();
   ui.picture.replaceChildren();
   if (!state.assistant) return;
   const svg = await text(`/assistants/${encodeURIComponent(state.assistant.assistant_id)}/graph?format=svg`);
@@ -178,21 +179,32 @@ function renderThreads() {
 ui.search.addEventListener("input", renderThreads);
 ui.status.addEventListener("change", () => guarded(loadThreads));
 
+/** Creates a thread of the selected assistant's graph and opens it. */
+async function startThread() {
+  // Nothing typed meanwhile goes to the thread open until now.
+  ui.message.disabled = true;
+  ui.send.disabled = true;
+  let thread;
+  try {
+    thread = await call("POST", "/threads", {
+      metadata: { graph_id: state.assistant.graph_id, assistant_id: state.assistant.assistant_id },
+    });
+  } finally {
+    if (!thread) ui.message.disabled = ui.send.disabled = !canSend();
+  }
+  await loadThreads();
+  await openThread(thread.thread_id);
+}
+
+/** Whether the composer takes a message: a run is not going on, and there is a thread to send it
+ * to, or an assistant to start one with. */
+function canSend() {
+  return !state.run && Boolean(state.thread || state.assistant);
+}
+
 $("new-thread").addEventListener("click", () =>
   guarded(async () => {
-    // Nothing typed meanwhile goes to the thread open until now.
-    ui.message.disabled = true;
-    ui.send.disabled = true;
-    let thread;
-    try {
-      thread = await call("POST", "/threads", {
-        metadata: { graph_id: state.assistant.graph_id, assistant_id: state.assistant.assistant_id },
-      });
-    } finally {
-      if (!thread) ui.message.disabled = ui.send.disabled = !state.thread || Boolean(state.run);
-    }
-    await loadThreads();
-    await openThread(thread.thread_id);
+    await startThread();
     ui.message.focus();
   }),
 );
@@ -219,8 +231,7 @@ function showThread(thread, snapshot) {
   ui.deleteThread.disabled = !open;
   $("tab-history").disabled = !open;
   const busy = Boolean(state.run);
-  ui.message.disabled = !open || busy;
-  ui.send.disabled = !open || busy;
+  ui.message.disabled = ui.send.disabled = !canSend();
   ui.cancel.hidden = !busy;
   renderMessages(ui.chat, snapshot?.values?.messages ?? []);
   const interrupts = (snapshot?.tasks ?? []).flatMap((t) => t.interrupts ?? []);
@@ -293,10 +304,13 @@ function showThreadBusy() {
 $("composer").addEventListener("submit", (event) => {
   event.preventDefault();
   const content = ui.message.value.trim();
-  if (!content || !state.thread || state.run) return;
+  if (!content || !canSend()) return;
   ui.message.value = "";
-  appendHuman(ui.chat, content);
-  guarded(() => runOnThread({ input: { messages: [{ type: "human", content }] } }));
+  guarded(async () => {
+    if (!state.thread) await startThread(); // a first message starts a thread
+    appendHuman(ui.chat, content);
+    await runOnThread({ input: { messages: [{ type: "human", content }] } });
+  });
 });
 ui.message.addEventListener("keydown", (event) => {
   if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {

@@ -310,6 +310,27 @@ test("a thread is deleted from the page", async () => {
   assert.deepEqual(problems, []);
 });
 
+test("with no thread open, a first message starts one", async () => {
+  await page.selectOption("#assistant", await assistantId("react_agent"));
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll("#picture svg g.node title")].some((t) => t.textContent === "tools"),
+  );
+  assert.equal(await page.locator("#thread-title").textContent(), "No thread selected");
+  assert.equal(await page.locator("#message").isDisabled(), false);
+  const threads = await page.locator(".thread-item").count();
+  await send("Please multiply 2 and 3.");
+  await page.locator(".msg-ai .text", { hasText: "The multiply tool says: 6" }).waitFor();
+  assert.match(await page.locator("#thread-title").textContent(), /^[0-9a-f-]{36}$/);
+  assert.equal(await page.locator(".thread-item").count(), threads + 1);
+  assert.deepEqual(await page.locator("#chat .who").allTextContents(), [
+    "You",
+    "Assistant",
+    "Tool",
+    "Assistant",
+  ]);
+  assert.deepEqual(problems, []);
+});
+
 test("dark theme and a phone-sized screen", async () => {
   await page.click("#theme");
   assert.equal(await page.evaluate(() => document.documentElement.dataset.theme), "dark");
