@@ -8,6 +8,7 @@
 #include <stategraph/models/react_agent.hpp>
 
 #include <iostream>
+#include <map>
 
 namespace {
 
@@ -47,25 +48,40 @@ int main(int argc, char** argv) {
   input.set<&sg::AgentState::messages>(std::vector<sg::Message>{sg::human(question)});
   std::cout << "user: " << question << '\n';
 
-  // Stream the model's tokens as they come, and every tool result (messages mode).
+  // Stream the model's tokens as they come, and every tool result (messages mode). A tool call
+  // streams in pieces (its name, then its arguments a few characters at a time): each is printed
+  // once whole, when the tools start.
   bool in_reply = false;
+  std::map<int, sg::ToolCallChunk> calls;  // by index in the reply
+  const auto print_calls = [&] {
+    for (const auto& [index, call] : calls) {
+      std::cout << (in_reply ? "\n" : "") << "calls " << call.name << ' ' << call.args << '\n';
+      in_reply = false;
+    }
+    calls.clear();
+  };
   auto result = agent.stream(std::move(input), {}, sg::StreamMode::messages,
                              [&](const sg::StreamEvent<sg::AgentState>& e) {
                                const sg::Message& m = e.message->message;
                                if (m.type == sg::MessageType::tool) {
+                                 print_calls();
                                  std::cout << (in_reply ? "\n" : "") << "tool " << m.name << ": "
                                            << m.text() << '\n';
                                  in_reply = false;
                                  return;
                                }
-                               for (const auto& call : e.message->tool_call_chunks)
-                                 std::cout << "calls " << call.name << ' ' << call.args << '\n';
+                               for (const auto& piece : e.message->tool_call_chunks) {
+                                 sg::ToolCallChunk& call = calls[piece.index];
+                                 call.name += piece.name;
+                                 call.args += piece.args;
+                               }
                                if (!m.text().empty()) {
                                  if (!in_reply) std::cout << "assistant: ";
                                  std::cout << m.text() << std::flush;
                                  in_reply = true;
                                }
                              });
+  print_calls();
   if (in_reply) std::cout << '\n';
   std::cout << "(" << result.state.messages.size() << " messages in the conversation)\n";
 }

@@ -332,12 +332,21 @@ std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request, cons
                                              const std::string& name, const nlohmann::json& args) {
   ChunkEvents events(request, id);
   events.add({{"role", "assistant"}, {"content", nullptr}}, nullptr);
+  // As OpenAI streams a call: its id and name first, then the arguments a few characters a chunk.
   events.add({{"tool_calls",
                {{{"index", 0},
                  {"id", "call_" + id},
                  {"type", "function"},
-                 {"function", {{"name", name}, {"arguments", args.dump()}}}}}}},
+                 {"function", {{"name", name}, {"arguments", ""}}}}}}},
              nullptr);
+  const std::string text = args.dump();
+  constexpr std::size_t kPiece = 4;
+  for (std::size_t at = 0; at < text.size(); at += kPiece) {
+    events.add(
+        {{"tool_calls",
+          {{{"index", 0}, {"function", {{"arguments", text.substr(at, kPiece)}}}}}}},
+        nullptr);
+  }
   events.add(nlohmann::json::object(), "tool_calls");
   return events.take(1);
 }
