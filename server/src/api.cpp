@@ -499,7 +499,8 @@ ApiResponse Api::handle(const ApiRequest& request) const {
     return error_response(400, e.what());  // an update the graph refuses (update_state)
   } catch (const Error& e) {
     // Bad input the library refused is the client's; anything else (storage) is the server's.
-    const bool bad_input = e.code() == errc::kInvalidArgument || e.code() == errc::kInvalidMessage ||
+    const bool bad_input = e.code() == errc::kInvalidArgument ||
+                           e.code() == errc::kInvalidMessage ||
                            e.code() == errc::kInvalidNamespace || e.code() == errc::kInvalidFilter;
     return error_response(bad_input ? 422 : 500, e.what());
   } catch (const json::exception& e) {

@@ -343,8 +343,7 @@ std::vector<nlohmann::json> tool_call_chunks(const nlohmann::json& request, cons
   constexpr std::size_t kPiece = 4;
   for (std::size_t at = 0; at < text.size(); at += kPiece) {
     events.add(
-        {{"tool_calls",
-          {{{"index", 0}, {"function", {{"arguments", text.substr(at, kPiece)}}}}}}},
+        {{"tool_calls", {{{"index", 0}, {"function", {{"arguments", text.substr(at, kPiece)}}}}}}},
         nullptr);
   }
   events.add(nlohmann::json::object(), "tool_calls");
