@@ -58,20 +58,27 @@ json auth_view(const Namespace& ns, const std::string& key, const json& value) {
   return view;
 }
 
-/// The items or namespaces an auth filter allows, paged: `fetch(limit, offset)` reads the
-/// store's unfiltered pages, at most 10,000 entries in all (a 400 past them, as LangGraph).
-template <class Entry, class Fetch, class Allowed>
-std::vector<Entry> allowed_page(std::size_t limit, std::size_t offset, Fetch fetch,
-                                Allowed allowed) {
+/// What `op` finds (`fetch(op)`: a store's search or list_namespaces) among the entries that
+/// `access` allows, paged by op's limit and offset. With a filter it reads the store's unfiltered
+/// pages, at most 10,000 entries in all (a 400 past them, as LangGraph).
+template <class Op, class Fetch, class Allowed>
+auto allowed_page(const Access& access, Op op, Fetch fetch, Allowed allowed) {
+  using Entries = decltype(fetch(std::move(op)));
+  if (access.filters.is_null()) return fetch(std::move(op));
   constexpr std::size_t kPage = 1000;
   constexpr std::size_t kMaxScan = 10000;
-  std::vector<Entry> out;
+  const std::size_t limit = op.limit;
+  const std::size_t offset = op.offset;
+  Entries out;
   std::size_t scanned = 0;
   while (out.size() < offset + limit && scanned < kMaxScan) {
-    std::vector<Entry> page = fetch(kPage, scanned);
-    scanned += page.size();
-    const bool last = page.size() < kPage;
-    for (auto& entry : page) {
+    Op page = op;
+    page.limit = kPage;
+    page.offset = scanned;
+    Entries entries = fetch(std::move(page));
+    scanned += entries.size();
+    const bool last = entries.size() < kPage;
+    for (auto& entry : entries) {
       if (allowed(entry)) out.push_back(std::move(entry));
     }
     if (last) break;
@@ -81,7 +88,7 @@ std::vector<Entry> allowed_page(std::size_t limit, std::size_t offset, Fetch fet
                      "the filter"};
     }
   }
-  if (out.size() <= offset) return {};
+  if (out.size() <= offset) return Entries{};
   out.erase(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(offset));
   if (out.size() > limit) out.resize(limit);
   return out;
@@ -217,22 +224,11 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
                   {"query", body.value("query", json())}};
     });
     if (!access.value.is_null()) op.prefix = namespace_field(access.value, "namespace", false);
-    std::vector<SearchItem> hits;
-    if (access.filters.is_null()) {
-      hits = store.search(std::move(op));
-    } else {
-      hits = allowed_page<SearchItem>(
-          op.limit, op.offset,
-          [&](std::size_t limit, std::size_t offset) {
-            SearchOp page = op;
-            page.limit = limit;
-            page.offset = offset;
-            return store.search(std::move(page));
-          },
-          [&](const SearchItem& hit) {
-            return access.allows(auth_view(hit.item.ns, hit.item.key, hit.item.value));
-          });
-    }
+    const std::vector<SearchItem> hits = allowed_page(
+        access, std::move(op), [&](SearchOp page) { return store.search(std::move(page)); },
+        [&](const SearchItem& hit) {
+          return access.allows(auth_view(hit.item.ns, hit.item.key, hit.item.value));
+        });
     json items = json::array();
     for (const auto& hit : hits) items.push_back(to_json(hit));
     return json_response({{"items", std::move(items)}});
@@ -266,20 +262,10 @@ ApiResponse Api::route_store(const ApiRequest& request) const {
         op.match.insert(op.match.begin(), {MatchCondition::Kind::prefix, std::move(prefix)});
       }
     }
-    std::vector<Namespace> found;
-    if (access.filters.is_null()) {
-      found = store.list_namespaces(std::move(op));
-    } else {
-      found = allowed_page<Namespace>(
-          op.limit, op.offset,
-          [&](std::size_t limit, std::size_t offset) {
-            ListNamespacesOp page = op;
-            page.limit = limit;
-            page.offset = offset;
-            return store.list_namespaces(std::move(page));
-          },
-          [&](const Namespace& ns) { return access.allows(auth_view(ns, {}, json())); });
-    }
+    const std::vector<Namespace> found = allowed_page(
+        access, std::move(op),
+        [&](ListNamespacesOp page) { return store.list_namespaces(std::move(page)); },
+        [&](const Namespace& ns) { return access.allows(auth_view(ns, {}, json())); });
     json namespaces = json::array();
     for (const auto& ns : found) namespaces.push_back(ns);
     return json_response({{"namespaces", std::move(namespaces)}});
