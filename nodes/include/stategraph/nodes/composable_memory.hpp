@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Composable memory (seeds/004, LlamaIndex's SimpleComposableMemory): a primary chat buffer plus
+// Composable memory (LlamaIndex's SimpleComposableMemory): a primary chat buffer plus
 // secondary sources such as a vector memory in the store; what the secondary sources retrieve
 // for an input is injected into the system message, leaving out what the primary already holds.
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Long-term memory on the store (seeds/001), all in one include: memory tools for the hot path
+// Long-term memory on the store, all in one include: memory tools for the hot path
 // (memory_tools.hpp), the debounced background writer (memory_writer.hpp), a profile updated by
 // JSON Patch and validated by a JSON schema (profile.hpp, json_schema.hpp), a collection of
 // memories managed by a model (memory_collection.hpp), and memories in the prompt: the agent's

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A collection of memories (seeds/001, "Manage a collection of memories"): one store item per
+// A collection of memories: one store item per
 // memory, {"content": ...}, that a model inserts, updates and deletes after reading the
 // conversation and the memories already stored (LangMem's create_memory_store_manager). The same
 // items the hot-path tools of memory_tools.hpp manage.

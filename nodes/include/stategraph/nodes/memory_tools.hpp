@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Writing memories on the hot path (seeds/001): tools the agent calls to create, update, delete
+// Writing memories on the hot path: tools the agent calls to create, update, delete
 // and search its memories while it answers, as LangMem's create_manage_memory_tool and
 // create_search_memory_tool. Every memory is one store item {"content": ...} under a namespace
 // filled from the run's configurable values.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Writing memories in the background (seeds/001): a write per conversation thread runs once the
+// Writing memories in the background: a write per conversation thread runs once the
 // thread has gone quiet for a while; new messages cancel the pending write and schedule it again
 // (debounce), so one write sees the whole exchange, and the reply never waits for it (LangMem's
 // ReflectionExecutor with after_seconds).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// A profile (seeds/001, "Manage individual profiles"): one JSON document per user, kept in the
+// A profile: one JSON document per user, kept in the
 // store, that a model updates with an RFC 6902 JSON Patch; every change is validated against the
 // profile's JSON schema, and a patch that does not apply or would make the document invalid
 // changes nothing.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Memories presented in the prompt (seeds/001, "Representing memories"): the agent's own
+// Memories presented in the prompt: the agent's own
 // instructions, rewritten by reflection over a conversation and kept in a shared namespace, and
 // few-shot examples retrieved from the store by similarity to what the user just said.
 //

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// Short-term memory techniques (seeds/002 "How to Build Short-Term Memory"): a token-limited
+// Short-term memory techniques: a token-limited
 // buffer pruned FIFO, by importance or both (system messages are always kept), recency
 // weighting, compression (summarizing with a model, or keeping only the important), context
 // switching between topics, attention windows over embeddings, memory statistics; and the
@@ -48,7 +48,7 @@ inline constexpr std::string_view kImportanceKey = "importance";
 /// (errc::kInvalidArgument) for a non-finite importance. Thread-safe.
 [[nodiscard]] Message with_importance(Message message, double importance);
 
-/// How a buffer over its limits drops messages (seeds/002's PruningStrategy, plus the basic
+/// How a buffer over its limits drops messages (a PruningStrategy, plus the basic
 /// buffer's rule).
 enum class PruningStrategy {
   /// The oldest message, whatever its type (the seed's basic ShortTermMemoryBuffer).
@@ -154,7 +154,7 @@ struct ShortTermMemoryOptions {
   std::function<MemoryClock::time_point()> clock{};
 };
 
-/// seeds/002's memory buffer (ShortTermMemoryBuffer, AdvancedMemoryBuffer and
+/// A memory buffer (ShortTermMemoryBuffer, AdvancedMemoryBuffer and
 /// RecencyWeightedMemory in one): messages with importance and a timestamp, a running token
 /// total, pruned after every add. Not synchronized: use from one thread at a time.
 class ShortTermMemoryBuffer {
@@ -346,7 +346,7 @@ struct ShortTermMemorySystemOptions {
   std::function<MemoryClock::time_point()> clock{};
 };
 
-/// seeds/002's ShortTermMemorySystem: a recency-weighted hybrid buffer, a context manager whose
+/// A ShortTermMemorySystem: a recency-weighted hybrid buffer, a context manager whose
 /// contexts get half its tokens, compression (summarizing with `llm` if given, then selective)
 /// and attention windows. Not synchronized.
 class ShortTermMemorySystem {

@@ -4,7 +4,7 @@
 // A small RAII layer over libpq: connections, text and binary parameters, results, pipelined
 // batches (many statements, one round trip, one implicit transaction), a fixed pool and
 // LISTEN/NOTIFY. Hand-written over libpq rather than libpqxx: Debian 12's libpqxx 6.4 has no
-// pipeline mode, which makes a checkpoint put one round trip (design/server-and-postgres.md §4:
+// pipeline mode, which makes a checkpoint put one round trip (measured:
 // 2,000 inserts 240 ms one by one, 24 ms pipelined). Public headers do not include <libpq-fe.h>.
 
 #include <stategraph/core/error.hpp>

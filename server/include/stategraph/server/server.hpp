@@ -2,7 +2,7 @@
 #pragma once
 // stategraph's HTTP server: compiled graphs served over the LangGraph Server API, the API the
 // official SDKs (`@langchain/langgraph-sdk`, `langgraph-sdk`) speak
-// (shared/reference/langgraph-server-api.md).
+// (docs/server.md).
 //
 //   sg::Server server({.port = 2024});
 //   server.add_graph("agent", sg::served_graph(app));

@@ -2,7 +2,7 @@
 #pragma once
 
 // The long-term memory store: JSON documents under hierarchical namespaces, shared across
-// conversation threads (LangGraph's BaseStore; shared/reference/langgraph-features.md §6).
+// conversation threads (LangGraph's BaseStore; docs/store.md).
 
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/json_optional.hpp>
