@@ -15,8 +15,10 @@ export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_f
 
 all: build
 
+# DEPS_TIER=--build: only what the build and the demo need (scripts/demo).
+DEPS_TIER ?=
 deps:
-	@scripts/install-deps
+	@scripts/install-deps $(DEPS_TIER)
 
 build: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
