@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: MIT
 # Build helpers shared by every stategraph target.
 
-if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
-  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+# Built on its own without a build type: RelWithDebInfo, for this configuration only (the cache
+# keeps what the user gave, and a parent project's build type is its own).
+if(PROJECT_IS_TOP_LEVEL AND NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo)
 endif()
 
 find_program(SG_CCACHE ccache)
