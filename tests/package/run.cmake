@@ -51,6 +51,36 @@ if(NOT last_output MATCHES "models model.config")
 endif()
 message(STATUS "models_consumer printed: ${last_output}")
 
+# Components: the core alone looks for no system library past the headers'; an unknown component
+# fails; the server (examples/serve_graph) and the memory nodes link with what their components
+# find (PostgreSQL, libgvc, CLI11, libdate-tz, libcurl, RocksDB).
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/core -G ${GENERATOR}
+    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/core)
+run(${WORK_DIR}/core/core_consumer)
+execute_process(
+  COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/missing
+          -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=ON
+  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph has no component 'nope'")
+  message(FATAL_ERROR "an unknown component did not fail as it should (${rc}): ${out}${err}")
+endif()
+run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/server_consumer -B ${WORK_DIR}/server
+    -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
+    -DCMAKE_BUILD_TYPE=Release -DSOURCE_DIR=${SOURCE_DIR}
+    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+run(${CMAKE_COMMAND} --build ${WORK_DIR}/server)
+run(${WORK_DIR}/server/nodes_consumer)
+if(NOT last_output MATCHES "window Human: three\nAI: re: three")
+  message(FATAL_ERROR "unexpected nodes_consumer output: ${last_output}")
+endif()
+run(${WORK_DIR}/server/serve_graph --help)
+if(NOT last_output MATCHES "--db")
+  message(FATAL_ERROR "unexpected serve_graph --help: ${last_output}")
+endif()
+message(STATUS "the server and nodes components built examples/serve_graph and a memory node")
+
 # A project from the installed `stategraph new`, built against the package (its graph library
 # and its test), tested, and served by the installed binary with its stategraph.json, where
 # real clients drive its graph: a useStream page on another origin in chromium and LangGraph.js's
