@@ -67,7 +67,7 @@ requires(!std::is_same_v<std::remove_cvref_t<A>, S>) struct NodeInput<S, R (*)(A
 }  // namespace detail
 
 /// A node before it is added: any callable taking the state (or a Send argument), optionally
-/// with a Context, returning Update<S>, Command<S>, std::vector<Command<S>> or void, or a
+/// with a Context, returning `Update<S>`, `Command<S>`, `std::vector<Command<S>>` or void, or a
 /// coroutine returning boost::asio::awaitable of one of those (include
 /// <stategraph/core/async.hpp>). Used by add_sequence.
 template <State S>
@@ -108,9 +108,10 @@ class StateGraph {
  public:
   StateGraph() = default;
 
-  /// Adds a node. `fn(const S&)` or `fn(const S&, sg::Context&)` returning Update<S>, Command<S>
-  /// or void; or `fn(const T&, ...)` for a node started only by `sg::Send(name, T{...})`. Throws
-  /// GraphValidationError for a duplicate or reserved name. Node functions may run concurrently.
+  /// Adds a node. `fn(const S&)` or `fn(const S&, sg::Context&)` returning `Update<S>`,
+  /// `Command<S>` or void; or `fn(const T&, ...)` for a node started only by `sg::Send(name,
+  /// T{...})`. Throws GraphValidationError for a duplicate or reserved name. Node functions may
+  /// run concurrently.
   StateGraph& add_node(std::string name, Node<S> node, NodeOptions options = {}) {
     add_entry(std::move(name), node, std::move(options));
     return *this;

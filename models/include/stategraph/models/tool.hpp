@@ -53,7 +53,7 @@ struct ToolRuntime {
 };
 
 /// What a tool produced: `content` for its ToolMessage (a string as it is, other JSON as text),
-/// or a whole `message`, or a `Command<S>` (held in `command`) that ToolNode<S> returns to update
+/// or a whole `message`, or a `Command<S>` (held in `command`) that `ToolNode<S>` returns to update
 /// the state (it should carry the ToolMessage answering the call, as in LangGraph).
 struct ToolResult {
   nlohmann::json content{};
@@ -135,7 +135,7 @@ Args parse_tool_args(const std::string& tool, const nlohmann::json& args) {
 /// of type std::optional are not required). Its JSON schema comes from the fields' types
 /// (`descriptions` adds a description per argument name). `fn` is called as fn(args) or
 /// fn(args, runtime) and returns a string, any JSON value, a Message, a ToolResult or a
-/// Command<S>. Bad arguments throw sg::Error (errc::kInvalidArgument) naming them.
+/// `Command<S>`. Bad arguments throw sg::Error (errc::kInvalidArgument) naming them.
 template <State Args, class F>
 [[nodiscard]] Tool make_tool(std::string name, std::string description, F fn,
                              const std::map<std::string, std::string>& descriptions = {}) {

@@ -48,7 +48,7 @@ const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& message
 
 /// A node that runs the tool calls of the last AI message in the message-list field `Messages`
 /// of state S and answers each with a tool message (name, tool_call_id, status), in tool-call
-/// order. Tools returning a Command<S> contribute it as it is. Copyable; thread-safe.
+/// order. Tools returning a `Command<S>` contribute it as it is. Copyable; thread-safe.
 template <State S, auto Messages = &S::messages>
 class ToolNode {
  public:

@@ -45,7 +45,7 @@ struct InstructionsOptions {
   std::string initial = "You are a helpful assistant.";
   /// The reflection prompt (fmt syntax, a literal brace doubled): {instructions} is the current
   /// instructions, {conversation} the conversation ("Human: ..." / "AI: ..." lines). The model
-  /// answers with the new instructions, between <instructions> and </instructions> (or alone).
+  /// answers with the new instructions, between `<instructions>` and `</instructions>` (or alone).
   std::string reflection_prompt =
       "You are improving the instructions of an AI assistant from one of its conversations.\n\n"
       "<current_instructions>\n{instructions}\n</current_instructions>\n\n"
