@@ -18,15 +18,8 @@ fail() {
   cat "$dir/out" >&2 2> /dev/null || true
   exit 1
 }
-"$model" --chunks 12 --call-tool multiply --tool-args '{"a": 6, "b": 7}' > "$dir/model.out" 2>&1 &
-model_pid=$!
-model_url=
-for _ in $(seq 1 200); do
-  model_url=$(sed -n 's/^listening on \(http:.*\)$/\1/p' "$dir/model.out")
-  [ -n "$model_url" ] && break
-  sleep 0.05
-done
-[ -n "$model_url" ] || fail "the loopback model did not start"
+. "$(dirname "$0")/loopback.sh"
+start_loopback "$model" "$dir" --chunks 12 --call-tool multiply --tool-args '{"a": 6, "b": 7}'
 OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test "$prog" "Please multiply 6 and 7." > "$dir/out"
 [ "$(grep -c '^calls ' "$dir/out")" = 1 ] || fail "not one 'calls' line"
 grep -qx 'calls multiply {"a":6,"b":7}' "$dir/out" || fail "the call is not whole"

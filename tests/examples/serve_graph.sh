@@ -33,14 +33,8 @@ stop() {
   pid=
   grep -qx "serve_graph: stopping" "$dir/out" || fail "no 'stopping' line"
 }
-"$model" --delay-ms 50 > "$dir/model.out" 2>&1 &
-model_pid=$!
-for _ in $(seq 1 200); do
-  model_url=$(sed -n 's/^listening on \(http:.*\)$/\1/p' "$dir/model.out")
-  [ -n "$model_url" ] && break
-  sleep 0.05
-done
-[ -n "$model_url" ] || fail "the loopback model did not start"
+. "$(dirname "$0")/loopback.sh"
+start_loopback "$model" "$dir" --delay-ms 50
 export OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test
 start
 grep -q "(graphs: agent, chat; data in $dir/data)" "$dir/out" || fail "not both graphs"
