@@ -11,6 +11,14 @@ function(run)
   set(last_output "${out}" PARENT_SCOPE)
 endfunction()
 
+# Configures and builds the consumer project SOURCE in BUILD against the installed prefix.
+function(build_consumer source build)
+  run(${CMAKE_COMMAND} -S ${source} -B ${build} -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${COMPILER}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DSOURCE_DIR=${SOURCE_DIR}
+      "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+  run(${CMAKE_COMMAND} --build ${build})
+endfunction()
+
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 # The internal kv module installs its archive, never its headers, and no installed header needs
@@ -26,10 +34,7 @@ foreach(header ${installed_headers})
   endif()
 endforeach()
 
-run(${CMAKE_COMMAND} -S ${CONSUMER_DIR} -B ${WORK_DIR}/build -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/build)
+build_consumer(${CONSUMER_DIR} ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 if(NOT last_output MATCHES "Human: hello\nAI: hi there")
   message(FATAL_ERROR "unexpected consumer output: ${last_output}")
@@ -54,10 +59,7 @@ message(STATUS "models_consumer printed: ${last_output}")
 # Components: the core alone looks for no system library past the headers'; an unknown component
 # fails; the server (examples/serve_graph) and the memory nodes link with what their components
 # find (PostgreSQL, libgvc, CLI11, libdate-tz, libcurl, RocksDB).
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/core -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
-    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/core)
+build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${WORK_DIR}/core)
 run(${WORK_DIR}/core/core_consumer)
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/missing
@@ -66,11 +68,7 @@ execute_process(
 if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph has no component 'nope'")
   message(FATAL_ERROR "an unknown component did not fail as it should (${rc}): ${out}${err}")
 endif()
-run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/server_consumer -B ${WORK_DIR}/server
-    -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix}
-    -DCMAKE_BUILD_TYPE=Release -DSOURCE_DIR=${SOURCE_DIR}
-    "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
-run(${CMAKE_COMMAND} --build ${WORK_DIR}/server)
+build_consumer(${SOURCE_DIR}/tests/package/server_consumer ${WORK_DIR}/server)
 run(${WORK_DIR}/server/nodes_consumer)
 if(NOT last_output MATCHES "window Human: three\nAI: re: three")
   message(FATAL_ERROR "unexpected nodes_consumer output: ${last_output}")
