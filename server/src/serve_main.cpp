@@ -17,10 +17,15 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
+#include <cstddef>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <iostream>
 
@@ -122,6 +127,26 @@ std::vector<std::string> add_graphs(Server& server, const std::optional<ServeCon
   return served;
 }
 
+/// Tells a supervising systemd (a Type=notify unit) the service's state, "READY=1" or
+/// "STOPPING=1", as a datagram to $NOTIFY_SOCKET; nothing without one. Written here rather than
+/// linking libsystemd for one datagram: the protocol is a stable, documented interface (sd_notify).
+void notify_systemd(std::string_view state) {
+  const char* socket_path = std::getenv("NOTIFY_SOCKET");
+  if (socket_path == nullptr || *socket_path == '\0') return;
+  std::string path(socket_path);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof(address.sun_path)) return;
+  if (path[0] == '@') path[0] = '\0';  // an abstract socket
+  std::memcpy(address.sun_path, path.data(), path.size());
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return;
+  (void)sendto(fd, state.data(), state.size(), MSG_NOSIGNAL,
+               reinterpret_cast<const sockaddr*>(&address),
+               static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + path.size()));
+  close(fd);
+}
+
 /// The store's IndexConfig of stategraph.json's store.index. Throws ModelError (kModelConfig)
 /// for OpenAI embeddings without the configuration they need.
 IndexConfig index_config(const ServeConfig::StoreIndex& index) {
@@ -202,9 +227,11 @@ void serve(const std::string& program, const ServeArgs& args,
                            fmt::join(served, ", "), where,
                            options.api_key.empty() ? "" : "; x-api-key required")
             << std::flush;
+  notify_systemd("READY=1");
   int signal = 0;
   sigwait(&stop_signals, &signal);
   std::cout << program << ": stopping\n" << std::flush;
+  notify_systemd("STOPPING=1");
   server.stop();
 }
 

@@ -7,10 +7,15 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -682,6 +687,35 @@ TEST_CASE("stategraph new: a project's files, and no overwriting") {
   const auto bad = sg::test::run_process(SG_CLI_PATH, {"new", (dir.path() / "9 lives").string()});
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find("cannot name a project") != std::string::npos);
+}
+
+TEST_CASE("stategraph serve tells systemd it is ready, then stopping (NOTIFY_SOCKET)") {
+  sg::test::TempDir dir;
+  const std::string path = (dir.path() / "notify").string();
+  const int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size());
+  REQUIRE(bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address)) == 0);
+  const timeval wait{.tv_sec = 30, .tv_usec = 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &wait, sizeof(wait));
+  const auto next_message = [&] {
+    char buffer[256];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    return n > 0 ? std::string(buffer, static_cast<std::size_t>(n)) : std::string();
+  };
+  setenv("NOTIFY_SOCKET", path.c_str(), 1);
+  {
+    ServeProcess serve({"--in-memory"});
+    unsetenv("NOTIFY_SOCKET");
+    CHECK(next_message() == "READY=1");  // once it serves
+    CHECK(serve.get("/ok").status == 200);
+    serve.process().signal(SIGTERM);
+    CHECK(next_message() == "STOPPING=1");
+    CHECK(serve.process().wait() == 0);
+  }
+  close(fd);
 }
 
 TEST_CASE("stategraph serve: SIGTERM lets runs finish within --shutdown-grace, then interrupts") {
