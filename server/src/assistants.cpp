@@ -6,6 +6,7 @@
 // (assistants_namespace() and assistant_versions_namespace() in api.hpp).
 #include <stategraph/core/time.hpp>
 #include <stategraph/core/uuid.hpp>
+#include <stategraph/server/graph_picture.hpp>
 
 #include <fmt/format.h>
 
@@ -278,6 +279,131 @@ ApiResponse AssistantRegistry::set_latest(const std::string& id, const ApiReques
   assistant["updated_at"] = iso_timestamp_now();
   records_->put(assistants_namespace(), assistant_id, assistant);
   return json_response(assistant);
+}
+
+// ---- Api: assistant routes ----------------------------------------------------------------------
+
+AssistantRegistry::Resolved Api::assistant(const std::string& id) const {
+  return assistants_->resolve(id);
+}
+
+ApiResponse Api::route_assistants(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  // The fields of a create or update body a handler sees.
+  const auto fields = [&](const std::string& assistant_id) {
+    const json body = body_object(request);
+    json value = {{"assistant_id",
+                   assistant_id.empty() ? body.value("assistant_id", json()) : json(assistant_id)},
+                  {"metadata", metadata_field(body)}};
+    for (const char* field : {"graph_id", "config", "context", "name", "description"}) {
+      value[field] = body.value(field, json());
+    }
+    if (assistant_id.empty()) value["if_exists"] = body.value("if_exists", json());
+    return value;
+  };
+  // With authorization: the assistant `p[1]` when the user may do `action` on it (404 when the
+  // handler's filter hides it), and the decision.
+  const auto gate = [&](std::string_view action, auto make_value) {
+    const Access access = authorize(request, "assistants", action, make_value);
+    if (authorizing(request) && !access.allows(assistants_->resolve(p[1]).assistant["metadata"])) {
+      throw ApiError{404, fmt::format("assistant '{}' not found", p[1])};
+    }
+    return access;
+  };
+  const auto id_only = [&] { return json{{"assistant_id", p[1]}}; };
+  if (p.size() == 1) {
+    return assistants_->create(
+        request, authorize(request, "assistants", "create", [&] { return fields({}); }));
+  }
+  if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
+    const Access access = authorize(request, "assistants", "search", [&] {
+      const json body = body_object(request);
+      return json{{"graph_id", body.value("graph_id", json())},
+                  {"metadata", body.value("metadata", json())},
+                  {"limit", body.value("limit", json())},
+                  {"offset", body.value("offset", json())}};
+    });
+    return p[1] == "search" ? assistants_->search(request, access)
+                            : assistants_->count(request, access);
+  }
+  if (p.size() == 2) {
+    if (m == "GET") {
+      (void)gate("read", id_only);
+      return json_response(assistants_->resolve(p[1]).assistant);
+    }
+    if (m == "PATCH") {
+      return assistants_->patch(p[1], request, gate("update", [&] { return fields(p[1]); }));
+    }
+    if (m == "DELETE") {
+      (void)gate("delete", id_only);
+      return delete_assistant(request);
+    }
+  }
+  if (p.size() == 3 && p[2] == "latest") {
+    (void)gate("update", [&] {
+      return json{{"assistant_id", p[1]},
+                  {"version", body_object(request).value("version", json())}};
+    });
+    return assistants_->set_latest(p[1], request);
+  }
+  (void)gate("read", id_only);  // the graph, its schemas and subgraphs, the versions
+  if (p.size() == 3 && p[2] == "graph") {
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    const auto format = request.query.find("format");
+    if (format == request.query.end() || format->second == "json") {
+      return json_response(entry.graph->draw_json());
+    }
+    if (format->second != "svg") {
+      throw ApiError{422, fmt::format("format '{}' is not one of json, svg", format->second)};
+    }
+    return graph_picture(entry);
+  }
+  if (p.size() == 3 && p[2] == "schemas") {
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    nlohmann::json schemas = entry.graph->schemas();
+    schemas["graph_id"] = entry.graph_id;
+    return json_response(schemas);
+  }
+  if (p.size() == 3 && p[2] == "versions") return assistants_->versions(p[1], request);
+  if ((p.size() == 3 || p.size() == 4) && p[2] == "subgraphs") {  // /subgraphs[/{namespace}]
+    const GraphEntry& entry = *assistants_->resolve(p[1]).graph;
+    const std::optional<std::string> ns = p.size() == 4 ? std::optional(p[3]) : std::nullopt;
+    return json_response(entry.graph->subgraphs(ns, query_flag(request, "recurse")));
+  }
+  throw no_route(request);
+}
+
+ApiResponse Api::graph_picture(const GraphEntry& entry) const {
+  ApiResponse response;
+  response.content_type = "image/svg+xml";
+  {
+    const std::lock_guard lock(pictures_mu_);
+    auto& picture = pictures_[entry.graph_id];  // graphs do not change while served
+    if (picture.empty()) picture = render_graph_picture(entry.graph->draw_dot(), "svg");
+    response.body = picture;
+  }
+  return response;
+}
+
+ApiResponse Api::delete_assistant(const ApiRequest& request) const {
+  const std::string& id = request.path[1];
+  const std::string assistant_id = assistants_->resolve(id).assistant["assistant_id"];
+  if (query_flag(request, "delete_threads")) {
+    // Its threads go too: none may be running (checked first, so that nothing is half done).
+    const auto threads = threads_->search({{"metadata", {{"assistant_id", assistant_id}}}});
+    for (const auto& t : threads) {
+      if (runs_->busy(t.value("thread_id", std::string()))) {
+        throw ApiError{409, fmt::format("thread '{}' of assistant '{}' has a run in progress",
+                                        t.value("thread_id", std::string()), assistant_id)};
+      }
+    }
+    assistants_->remove(id);
+    for (const auto& t : threads) (void)delete_thread(t.value("thread_id", std::string()));
+  } else {
+    assistants_->remove(id);
+  }
+  return no_content();
 }
 
 }  // namespace sg::server

@@ -55,6 +55,12 @@ json AuthUser::to_json() const {
   return out;
 }
 
+void AuthUser::add_to_configurable(json& configurable) const {
+  configurable["langgraph_auth_user"] = to_json();
+  configurable["langgraph_auth_user_id"] = identity;
+  configurable["langgraph_auth_permissions"] = permissions;
+}
+
 std::string AuthRequest::header(std::string_view name) const {
   const std::string wanted = lower(name);
   for (const auto& [key, value] : headers) {

@@ -244,9 +244,7 @@ ApiResponse Crons::create(const std::string& thread_id, const ApiRequest& reques
   if (request.user) {  // the runs it makes run as its creator
     json& configurable = payload["config"]["configurable"];
     if (!configurable.is_object()) configurable = json::object();
-    configurable["langgraph_auth_user"] = request.user->to_json();
-    configurable["langgraph_auth_user_id"] = request.user->identity;
-    configurable["langgraph_auth_permissions"] = request.user->permissions;
+    request.user->add_to_configurable(configurable);
   }
   resolved.graph->graph->check_input(payload.value("input", json()), json());
   schedule_next(record, now_seconds());
@@ -398,6 +396,41 @@ std::optional<sys_seconds> Crons::fire(const std::string& cron_id, sys_seconds n
   const json& after = record[kNextField];
   if (!after.is_number_integer()) return std::nullopt;
   return sys_seconds(std::chrono::seconds(after.get<std::int64_t>()));
+}
+
+// ---- Api: cron routes ---------------------------------------------------------------------------
+
+ApiResponse Api::route_crons(const ApiRequest& request) const {
+  const auto& p = request.path;
+  const std::string& m = request.method;
+  if (p.size() == 2) return crons_->create({}, request, cron_access(request, {}));
+  if (p.size() == 3 && (p[2] == "search" || p[2] == "count")) {
+    const Access access = authorize(request, "crons", "search", [&] {
+      const json body = body_object(request);
+      return json{{"assistant_id", body.value("assistant_id", json())},
+                  {"thread_id", body.value("thread_id", json())},
+                  {"metadata", body.value("metadata", json())},
+                  {"limit", body.value("limit", json())},
+                  {"offset", body.value("offset", json())}};
+    });
+    return p[2] == "search" ? crons_->search(request, access) : crons_->count(request, access);
+  }
+  if (p.size() == 3 && m == "PATCH") {
+    const Access access = authorize(request, "crons", "update", [&] {
+      json value = body_object(request);
+      value["cron_id"] = p[2];
+      if (!value.contains("metadata")) value["metadata"] = json::object();
+      return value;
+    });
+    return crons_->update(p[2], request, access);
+  }
+  if (p.size() == 3 && m == "DELETE") {
+    crons_->remove(p[2], authorize(request, "crons", "delete", [&] {
+                     return json{{"cron_id", p[2]}};
+                   }));
+    return no_content();
+  }
+  throw no_route(request);
 }
 
 }  // namespace sg::server

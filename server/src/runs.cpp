@@ -241,9 +241,7 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
   RunConfig& config = run->config;
   json configurable = read_config(body, assistant, config);
   if (user != nullptr) {  // what the graph may trust: never the client's own values
-    configurable["langgraph_auth_user"] = user->to_json();
-    configurable["langgraph_auth_user_id"] = user->identity;
-    configurable["langgraph_auth_permissions"] = user->permissions;
+    user->add_to_configurable(configurable);
   }
   config.cancellation = run->token;
   config.run_id = run->run_id;

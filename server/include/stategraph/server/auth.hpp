@@ -50,6 +50,9 @@ struct AuthUser {
 
   /// `{identity, display_name, permissions, is_authenticated, ...extra}`.
   [[nodiscard]] nlohmann::json to_json() const;
+  /// Sets a run's `configurable` keys of the user: `langgraph_auth_user` (to_json()),
+  /// `langgraph_auth_user_id` and `langgraph_auth_permissions`, replacing what they held.
+  void add_to_configurable(nlohmann::json& configurable) const;
 };
 
 /// A request as the authentication handler sees it.
