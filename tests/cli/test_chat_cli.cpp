@@ -205,6 +205,12 @@ TEST_CASE("stategraph chat on a model server: Ctrl-C stops a reply, the chat goe
   tmux.keys({"-l", "Hello?"});
   tmux.keys({"Enter"});
   (void)tmux.wait_for("ai>");
+  // The chat prints "ai>" before it sends the request: Ctrl-C waits until the server has it.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (server.request_count() == 0 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  REQUIRE(server.request_count() == 1);
   const auto sent = std::chrono::steady_clock::now();
   tmux.keys({"C-c"});
   (void)tmux.wait_for("[stopped; the thread keeps your message]");
@@ -214,6 +220,7 @@ TEST_CASE("stategraph chat on a model server: Ctrl-C stops a reply, the chat goe
   tmux.keys({"Enter"});
   (void)tmux.wait_for("chat exited 0");
   CHECK(server.requests().size() == 1);
+  CHECK(server.stats().aborted == 1);  // Ctrl-C closed the model connection
 
   // The stopped turn's message stays in the thread (LocalModel from here).
   unsetenv("OPENAI_BASE_URL");
