@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: MIT
-# ctest -P script: install, configure the consumer, build it, run it.
-file(REMOVE_RECURSE ${WORK_DIR})
+# ctest -P script, one STEP per test: `install` installs this build into WORK_DIR/prefix (the
+# fixture of the others); `consumers`, `server` and `new_project` build projects against it and
+# run what they built.
 set(prefix ${WORK_DIR}/prefix)
 
 function(run)
@@ -13,12 +14,15 @@ endfunction()
 
 # Configures and builds the consumer project SOURCE in BUILD against the installed prefix.
 function(build_consumer source build)
+  file(REMOVE_RECURSE ${build})
   run(${CMAKE_COMMAND} -S ${source} -B ${build} -G ${GENERATOR} -DCMAKE_CXX_COMPILER=${COMPILER}
-      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release -DSOURCE_DIR=${SOURCE_DIR}
+      -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${BUILD_TYPE} -DSOURCE_DIR=${SOURCE_DIR}
       "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
   run(${CMAKE_COMMAND} --build ${build})
 endfunction()
 
+if(STEP STREQUAL "install")
+file(REMOVE_RECURSE ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
 
 # The internal kv module installs its archive, never its headers, and no installed header needs
@@ -34,7 +38,10 @@ foreach(header ${installed_headers})
   endif()
 endforeach()
 
-build_consumer(${CONSUMER_DIR} ${WORK_DIR}/build)
+endif()
+
+if(STEP STREQUAL "consumers")
+build_consumer(${SOURCE_DIR}/tests/package/consumer ${WORK_DIR}/build)
 run(${WORK_DIR}/build/consumer)
 if(NOT last_output MATCHES "Human: hello\nAI: hi there")
   message(FATAL_ERROR "unexpected consumer output: ${last_output}")
@@ -68,6 +75,9 @@ execute_process(
 if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph has no component 'nope'")
   message(FATAL_ERROR "an unknown component did not fail as it should (${rc}): ${out}${err}")
 endif()
+endif()
+
+if(STEP STREQUAL "server")
 build_consumer(${SOURCE_DIR}/tests/package/server_consumer ${WORK_DIR}/server)
 run(${WORK_DIR}/server/nodes_consumer)
 if(NOT last_output MATCHES "window Human: three\nAI: re: three")
@@ -79,13 +89,17 @@ if(NOT last_output MATCHES "--db")
 endif()
 message(STATUS "the server and nodes components built examples/serve_graph and a memory node")
 
+endif()
+
 # A project from the installed `stategraph new`, built against the package (its graph library
 # and its test), tested, and served by the installed binary with its stategraph.json, where
 # real clients drive its graph: a useStream page on another origin in chromium and LangGraph.js's
 # RemoteGraph (tests/ui/run-ui.sh; tests/cli serves a graph library over HTTP too).
+if(STEP STREQUAL "new_project")
+file(REMOVE_RECURSE ${WORK_DIR}/myagent)
 run(${prefix}/bin/stategraph new ${WORK_DIR}/myagent)
 run(${CMAKE_COMMAND} -S ${WORK_DIR}/myagent -B ${WORK_DIR}/myagent/build -G ${GENERATOR}
-    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_CXX_COMPILER=${COMPILER} -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_BUILD_TYPE=${BUILD_TYPE}
     "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}"
     "-DCMAKE_MODULE_LINKER_FLAGS=${CONSUMER_FLAGS}")
 run(${CMAKE_COMMAND} --build ${WORK_DIR}/myagent/build)
@@ -98,3 +112,4 @@ message(STATUS "real clients drove the new project served by the installed state
 # `stategraph dev` on the same project: an edit of its graph rebuilds it and restarts the server.
 run(${SOURCE_DIR}/tests/package/dev.sh ${prefix}/bin/stategraph ${WORK_DIR}/myagent)
 message(STATUS "${last_output}")
+endif()
