@@ -75,11 +75,13 @@ function(sg_add_module name)
   target_link_libraries(sg_${name} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
   sg_set_warnings(sg_${name})
   sg_set_unity(sg_${name})
-  install(TARGETS sg_${name} EXPORT stategraphTargets
-          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
-  install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+  if(SG_INSTALL)
+    install(TARGETS sg_${name} EXPORT stategraphTargets
+            ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+            LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
+            RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT dev)
+    install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+  endif()
 endfunction()
 
 # Batches the target's sources into unity translation units of 6 when SG_UNITY_BUILD is on (the

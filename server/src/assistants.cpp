@@ -375,6 +375,13 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
 }
 
 ApiResponse Api::graph_picture(const GraphEntry& entry) const {
+  if (!graph_pictures_available()) {
+    // A feature this build lacks, not a fault of the request or the server.
+    throw ApiError{501,
+                   "no SVG picture: this server was built without Graphviz "
+                   "(SG_WITH_GRAPHVIZ=OFF); GET /assistants/{id}/graph without format "
+                   "returns the graph as JSON"};
+  }
   ApiResponse response;
   response.content_type = "image/svg+xml";
   {

@@ -1,12 +1,17 @@
 // SPDX-License-Identifier: MIT
+#include <stategraph/core/error.hpp>
 #include <stategraph/core/graph_types.hpp>
 #include <stategraph/server/graph_picture.hpp>
 
 #include <mutex>
 
+#if SG_WITH_GRAPHVIZ
 #include "graphviz.hpp"
+#endif
 
 namespace sg::server {
+
+#if SG_WITH_GRAPHVIZ
 namespace {
 
 // The look of LangGraph's drawings (its Mermaid classes: nodes #f2f0ff, __end__ #bfb6fc,
@@ -56,5 +61,23 @@ std::string render_graph_picture(const std::string& dot, std::string_view format
                    {"fontcolor", kLine}});
   return graph.render(format);
 }
+
+bool graph_pictures_available() noexcept {
+  return true;
+}
+
+#else
+
+bool graph_pictures_available() noexcept {
+  return false;
+}
+
+std::string render_graph_picture(const std::string& /*dot*/, std::string_view format) {
+  throw Error(kNoGraphviz, "no " + std::string(format) +
+                               " pictures: stategraph was built without Graphviz "
+                               "(SG_WITH_GRAPHVIZ=OFF); Mermaid and DOT drawings work");
+}
+
+#endif
 
 }  // namespace sg::server

@@ -17,7 +17,9 @@
 #include <map>
 
 #include "api.hpp"
+#if SG_WITH_POSTGRES
 #include "cluster.hpp"
+#endif
 #include "local_run_queue.hpp"
 #include "run_events.hpp"
 #include "run_queue.hpp"
@@ -148,7 +150,13 @@ RunManager::RunManager(const Api& api, ThreadRegistry& threads, std::shared_ptr<
                         send_webhook(run, status, result);
                       }};
   if (cluster != nullptr) {
+#if SG_WITH_POSTGRES
     queue_ = std::make_unique<PostgresRunQueue>(std::move(host), *cluster);
+#else
+    throw Error(errc::kInvalidArgument,
+                "ServerOptions::cluster needs PostgreSQL: stategraph was built without it "
+                "(SG_WITH_POSTGRES=OFF)");
+#endif
   } else {
     queue_ = std::make_unique<LocalRunQueue>(std::move(host));
   }

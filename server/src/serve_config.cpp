@@ -6,7 +6,10 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -280,6 +283,29 @@ ServeConfig read_serve_config(const std::filesystem::path& path) {
 
 void apply_env(const std::map<std::string, std::string>& env) {
   for (const auto& [key, value] : env) (void)setenv(key.c_str(), value.c_str(), 0);
+}
+
+std::string api_key_from_environment() {
+  const char* key = std::getenv("STATEGRAPH_API_KEY");
+  const char* file = std::getenv("STATEGRAPH_API_KEY_FILE");
+  if (file == nullptr || *file == '\0') return key != nullptr ? key : "";
+  if (key != nullptr && *key != '\0') {
+    throw Error(errc::kInvalidArgument,
+                "STATEGRAPH_API_KEY and STATEGRAPH_API_KEY_FILE are both set: set one");
+  }
+  std::ifstream in(file);
+  std::string line;
+  if (!in || !std::getline(in, line)) {
+    throw Error(errc::kInvalidArgument,
+                fmt::format("STATEGRAPH_API_KEY_FILE: cannot read '{}'{}", file,
+                            in ? "" : std::string(": ") + std::strerror(errno)));
+  }
+  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
+  if (line.empty()) {
+    throw Error(errc::kInvalidArgument,
+                fmt::format("STATEGRAPH_API_KEY_FILE: '{}' holds no key on its first line", file));
+  }
+  return line;
 }
 
 }  // namespace sg

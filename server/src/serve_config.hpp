@@ -60,4 +60,10 @@ struct ServeConfig {
 /// Sets `env`'s variables that the environment does not have yet.
 void apply_env(const std::map<std::string, std::string>& env);
 
+/// The server's API key from the environment: STATEGRAPH_API_KEY, or the first line of the file
+/// STATEGRAPH_API_KEY_FILE names (a mounted secret, a systemd credential); "" for neither.
+/// Throws sg::Error (kInvalidArgument) when both are set, or the file cannot be read or holds no
+/// key; the message names the file, never its content.
+[[nodiscard]] std::string api_key_from_environment();
+
 }  // namespace sg

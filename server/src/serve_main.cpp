@@ -6,8 +6,10 @@
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/version.hpp>
 #include <stategraph/models/openai.hpp>
+#if SG_WITH_POSTGRES
 #include <stategraph/postgres/postgres_saver.hpp>
 #include <stategraph/postgres/postgres_store.hpp>
+#endif
 #include <stategraph/server/auth.hpp>
 #include <stategraph/server/serve_main.hpp>
 #include <stategraph/store/memory_store.hpp>
@@ -187,11 +189,16 @@ void serve(const std::string& program, const ServeArgs& args,
   const std::optional<IndexConfig> store_index =
       config && config->store_index ? std::optional(index_config(*config->store_index))
                                     : std::nullopt;
-  if (const char* key = std::getenv("STATEGRAPH_API_KEY"); key != nullptr) options.api_key = key;
+  options.api_key = api_key_from_environment();
   std::string where = "in memory";
   const bool postgres =
       args.db.rfind("postgresql://", 0) == 0 || args.db.rfind("postgres://", 0) == 0;
   if (!args.in_memory && postgres) {
+#if !SG_WITH_POSTGRES
+    throw Error(errc::kInvalidArgument,
+                "--db: a PostgreSQL URL needs PostgreSQL, and stategraph was built without it "
+                "(SG_WITH_POSTGRES=OFF); give a directory for RocksDB");
+#else
     // Tables sg_checkpoints, sg_store and sg_records, and the run queue (sg_run, sg_run_event)
     // that every server process on the database shares.
     options.checkpointer = PostgresSaver::open(args.db);
@@ -201,6 +208,7 @@ void serve(const std::string& program, const ServeArgs& args,
     options.cluster.lease = std::chrono::milliseconds(
         std::max<std::int64_t>(1, static_cast<std::int64_t>(args.lease_seconds * 1000)));
     where = "in PostgreSQL";  // not the URL: it may hold a password
+#endif
   } else if (!args.in_memory) {
     std::filesystem::create_directories(args.db);
     const std::filesystem::path root(args.db);
@@ -324,7 +332,8 @@ void add_serve_options(CLI::App& command, std::function<void()>& action,
       ->capture_default_str();
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "
-      "every request but the public paths (GET /ok and /info). Each option has a variable too: "
+      "every request but the public paths (GET /ok and /info); STATEGRAPH_API_KEY_FILE names a "
+      "file holding it instead (its first line). Each option has a variable too: "
       "--max-runs is STATEGRAPH_MAX_RUNS, and so on; options given win.\nEndpoints: "
       "docs/server.md. Serving your own graphs: docs/deploy.md.");
 

@@ -121,8 +121,14 @@ async function chooseAssistant() {
   if (!state.thread) ui.message.disabled = ui.send.disabled = !canSend();
   ui.picture.replaceChildren();
   if (!state.assistant) return;
-  const svg = await text(`/assistants/${encodeURIComponent(state.assistant.assistant_id)}/graph?format=svg`);
-  const parsed = new DOMParser().parseFromString(svg, "image/svg+xml").documentElement;
+  let svg = "";
+  try {
+    svg = await text(`/assistants/${encodeURIComponent(state.assistant.assistant_id)}/graph?format=svg`);
+  } catch (error) {
+    // A server built without Graphviz has no pictures (501): its message stands in for one.
+    ui.picture.append(el("p", "picture-missing", error.message));
+  }
+  const parsed = new DOMParser().parseFromString(svg || "<none/>", "image/svg+xml").documentElement;
   if (parsed.nodeName === "svg") {
     parsed.setAttribute("role", "img");
     parsed.setAttribute("aria-label", `The graph ${state.assistant.graph_id}`);

@@ -308,6 +308,34 @@ TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address ne
     CHECK(serve.get("/assistants/agent", {"x-api-key: wrong"}).status == 401);
   }
   unsetenv("STATEGRAPH_API_KEY");
+  // The key from a file (a mounted secret, a systemd credential): its first line.
+  sg::test::TempDir dir;
+  const std::string key_file = dir.sub("api-key");
+  std::ofstream(key_file) << "from-file\n";
+  setenv("STATEGRAPH_API_KEY_FILE", key_file.c_str(), 1);
+  {
+    ServeProcess serve({"--in-memory"});
+    CHECK(serve.get("/assistants/agent").status == 401);
+    CHECK(serve.get("/assistants/agent", {"x-api-key: from-file"}).status == 200);
+  }
+  // Both set, an empty file, a missing one: refused, without the key in the message.
+  setenv("STATEGRAPH_API_KEY", "s3cret", 1);
+  const auto both = sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory", "--port", "0"});
+  CHECK(both.exit_code != 0);
+  CHECK(both.err.find("STATEGRAPH_API_KEY and STATEGRAPH_API_KEY_FILE are both set") !=
+        std::string::npos);
+  unsetenv("STATEGRAPH_API_KEY");
+  std::ofstream(key_file, std::ios::trunc) << "\n";
+  const auto empty = sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory", "--port", "0"});
+  CHECK(empty.exit_code != 0);
+  CHECK(empty.err.find("holds no key on its first line") != std::string::npos);
+  setenv("STATEGRAPH_API_KEY_FILE", dir.sub("missing").c_str(), 1);
+  const auto missing = sg::test::run_process(SG_CLI_PATH, {"serve", "--in-memory", "--port", "0"});
+  CHECK(missing.exit_code != 0);
+  CHECK(missing.err.find("cannot read '" + dir.sub("missing") + "': No such file") !=
+        std::string::npos);
+  unsetenv("STATEGRAPH_API_KEY_FILE");
+
   const auto refused = sg::test::run_process(
       SG_CLI_PATH, {"serve", "--in-memory", "--host", "0.0.0.0", "--port", "0"});
   CHECK(refused.exit_code != 0);

@@ -1,7 +1,8 @@
 # SPDX-License-Identifier: MIT
 # ctest -P script, one STEP per test: `install` installs this build into WORK_DIR/prefix (the
 # fixture of the others); `consumers`, `server` and `new_project` build projects against it and
-# run what they built.
+# run what they built; `add_subdirectory` and `FetchContent` build stategraph's core inside a
+# project (tests/package/subproject).
 set(prefix ${WORK_DIR}/prefix)
 
 function(run)
@@ -70,7 +71,7 @@ build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${WORK_DIR}/core)
 run(${WORK_DIR}/core/core_consumer)
 execute_process(
   COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/missing
-          -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=ON
+          -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=nope
   RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
 if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph has no component 'nope'")
   message(FATAL_ERROR "an unknown component did not fail as it should (${rc}): ${out}${err}")
@@ -112,4 +113,70 @@ message(STATUS "real clients drove the new project served by the installed state
 # `stategraph dev` on the same project: an edit of its graph rebuilds it and restarts the server.
 run(${SOURCE_DIR}/tests/package/dev.sh ${prefix}/bin/stategraph ${WORK_DIR}/myagent)
 message(STATUS "${last_output}")
+endif()
+
+# stategraph's core inside another project: built, run, and installed with the project.
+function(check_consumer_runs dir)
+  run(${dir}/consumer)
+  if(NOT last_output MATCHES "Human: hello\nAI: hi there")
+    message(FATAL_ERROR "unexpected consumer output: ${last_output}")
+  endif()
+  file(MAKE_DIRECTORY ${WORK_DIR}/${STEP}/data)
+  run(${dir}/storage_consumer ${WORK_DIR}/${STEP}/data)
+  if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
+    message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
+  endif()
+endfunction()
+if(STEP STREQUAL "add_subdirectory" OR STEP STREQUAL "FetchContent")
+  set(work ${WORK_DIR}/${STEP})
+  file(REMOVE_RECURSE ${work})
+  set(via -DSG_VIA=${STEP} -DSG_SOURCE=${SOURCE_DIR})
+  if(STEP STREQUAL "FetchContent")
+    # The tracked files of the source tree, as they are now, in one archive.
+    execute_process(COMMAND git -C ${SOURCE_DIR} ls-files --cached --others --exclude-standard
+                    OUTPUT_VARIABLE files RESULT_VARIABLE rc)
+    if(NOT rc EQUAL 0)
+      message(FATAL_ERROR "git ls-files failed in ${SOURCE_DIR}")
+    endif()
+    string(REPLACE "\n" ";" files "${files}")
+    set(present "")
+    foreach(file IN LISTS files)
+      if(EXISTS ${SOURCE_DIR}/${file} AND NOT IS_DIRECTORY ${SOURCE_DIR}/${file})
+        string(APPEND present "stategraph/${file}\n")
+      endif()
+    endforeach()
+    file(MAKE_DIRECTORY ${work})
+    file(CREATE_LINK ${SOURCE_DIR} ${work}/stategraph SYMBOLIC)
+    file(WRITE ${work}/files.txt "${present}")
+    run(${CMAKE_COMMAND} -E chdir ${work} ${CMAKE_COMMAND} -E tar czf ${work}/stategraph.tar.gz
+        --files-from=${work}/files.txt)
+    file(REMOVE ${work}/stategraph)
+    list(APPEND via -DSG_ARCHIVE=${work}/stategraph.tar.gz)
+  endif()
+  run(${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/subproject -B ${work}/build -G ${GENERATOR}
+      -DCMAKE_CXX_COMPILER=${COMPILER} ${via}  # unoptimized: it only has to build and link
+      "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
+  run(${CMAKE_COMMAND} --build ${work}/build)
+  check_consumer_runs(${work}/build)
+  run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
+  check_consumer_runs(${work}/prefix/bin)
+  if(STEP STREQUAL "add_subdirectory")
+    # SG_INSTALL is off for a subproject: the project installs its own targets only.
+    if(EXISTS ${work}/prefix/include/stategraph OR EXISTS ${work}/prefix/lib/cmake/stategraph)
+      message(FATAL_ERROR "a subproject with SG_INSTALL off installed stategraph")
+    endif()
+  else()
+    # SG_INSTALL on: the core package, which find_package finds with the core's components, and
+    # which refuses a component the build did not have.
+    set(prefix ${work}/prefix)
+    build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${work}/core)
+    run(${work}/core/core_consumer)
+    execute_process(
+      COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${work}/missing
+              -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=server
+      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+    if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph was built without its 'server' component")
+      message(FATAL_ERROR "a component the build lacks did not fail as it should (${rc}): ${out}${err}")
+    endif()
+  endif()
 endif()
