@@ -11,7 +11,7 @@ CMAKE_ARGS ?=
 
 export CCACHE_SLOPPINESS := pch_defines,time_macros,include_file_mtime,include_file_ctime
 
-.PHONY: all deps build test test-asan test-tsan bench demo docs format format-check tidy clean
+.PHONY: all deps build test test-asan test-tsan bench demo package docs format format-check tidy clean
 
 all: build
 
@@ -56,6 +56,10 @@ demo: deps
 	cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target stategraph
 	$(BUILD_DIR)/cli/stategraph demo $(DEMO_ARGS)
+
+# The Debian packages stategraph and stategraph-dev into dist/ (scripts/package, docs/install.md).
+package:
+	scripts/package $(CMAKE_ARGS)
 
 # The API reference from the public headers (docs/Doxyfile) into $(BUILD_DIR)/docs/html; fails on
 # a Doxygen warning.
