@@ -13,6 +13,10 @@ if(SG_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
 endif()
 
 set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+# RelWithDebInfo: line tables (-g1) for every target, not full debug information: backtraces,
+# profilers and sanitizer reports keep file:line, and the build takes about three quarters of
+# -g's compile time (docs/benchmarks.md, "Build time"). Debug keeps -g.
+add_compile_options($<$<CONFIG:RelWithDebInfo>:-g1>)
 
 # gold (binutils) links the large test and CLI binaries in half to two thirds of ld.bfd's time
 # (docs/benchmarks.md, "Build time").
