@@ -22,6 +22,36 @@ function(build_consumer source build)
   run(${CMAKE_COMMAND} --build ${build})
 endfunction()
 
+# Runs the consumer and storage_consumer built in DIR (tests/package/consumer), the latter on a
+# new directory DATA.
+function(check_consumer_runs dir data)
+  run(${dir}/consumer)
+  if(NOT last_output MATCHES "Human: hello\nAI: hi there")
+    message(FATAL_ERROR "unexpected consumer output: ${last_output}")
+  endif()
+  message(STATUS "consumer printed: ${last_output}")
+  file(MAKE_DIRECTORY ${data})
+  run(${dir}/storage_consumer ${data})
+  if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
+    message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
+  endif()
+  message(STATUS "storage_consumer printed: ${last_output}")
+endfunction()
+
+# Builds and runs tests/package/core_consumer in BUILD (find_package with the core's components
+# alone), then checks that asking for COMPONENT too fails with MESSAGE.
+function(check_core_package build component message)
+  build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${build}/core)
+  run(${build}/core/core_consumer)
+  execute_process(
+    COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${build}/missing
+            -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=${component}
+    RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "${message}")
+    message(FATAL_ERROR "component '${component}' did not fail as it should (${rc}): ${out}${err}")
+  endif()
+endfunction()
+
 if(STEP STREQUAL "install")
 file(REMOVE_RECURSE ${WORK_DIR})
 run(${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
@@ -43,19 +73,8 @@ endif()
 
 if(STEP STREQUAL "consumers")
 build_consumer(${SOURCE_DIR}/tests/package/consumer ${WORK_DIR}/build)
-run(${WORK_DIR}/build/consumer)
-if(NOT last_output MATCHES "Human: hello\nAI: hi there")
-  message(FATAL_ERROR "unexpected consumer output: ${last_output}")
-endif()
-message(STATUS "consumer printed: ${last_output}")
-
-# The savers and stores, in memory and in RocksDB.
-file(MAKE_DIRECTORY ${WORK_DIR}/data)
-run(${WORK_DIR}/build/storage_consumer ${WORK_DIR}/data)
-if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
-  message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
-endif()
-message(STATUS "storage_consumer printed: ${last_output}")
+# The core, and the savers and stores in memory and in RocksDB.
+check_consumer_runs(${WORK_DIR}/build ${WORK_DIR}/data)
 
 # The model client: its archive brings libcurl along.
 run(${WORK_DIR}/build/models_consumer)
@@ -67,15 +86,7 @@ message(STATUS "models_consumer printed: ${last_output}")
 # Components: the core alone looks for no system library past the headers'; an unknown component
 # fails; the server (examples/serve_graph) and the memory nodes link with what their components
 # find (PostgreSQL, libgvc, CLI11, libdate-tz, libcurl, RocksDB).
-build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${WORK_DIR}/core)
-run(${WORK_DIR}/core/core_consumer)
-execute_process(
-  COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${WORK_DIR}/missing
-          -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=nope
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph has no component 'nope'")
-  message(FATAL_ERROR "an unknown component did not fail as it should (${rc}): ${out}${err}")
-endif()
+check_core_package(${WORK_DIR} nope "stategraph has no component 'nope'")
 endif()
 
 if(STEP STREQUAL "server")
@@ -115,18 +126,6 @@ run(${SOURCE_DIR}/tests/package/dev.sh ${prefix}/bin/stategraph ${WORK_DIR}/myag
 message(STATUS "${last_output}")
 endif()
 
-# stategraph's core inside another project: built, run, and installed with the project.
-function(check_consumer_runs dir)
-  run(${dir}/consumer)
-  if(NOT last_output MATCHES "Human: hello\nAI: hi there")
-    message(FATAL_ERROR "unexpected consumer output: ${last_output}")
-  endif()
-  file(MAKE_DIRECTORY ${WORK_DIR}/${STEP}/data)
-  run(${dir}/storage_consumer ${WORK_DIR}/${STEP}/data)
-  if(NOT last_output MATCHES "checkpoints 1 1, store Ann Ann")
-    message(FATAL_ERROR "unexpected storage_consumer output: ${last_output}")
-  endif()
-endfunction()
 if(STEP STREQUAL "add_subdirectory" OR STEP STREQUAL "FetchContent")
   set(work ${WORK_DIR}/${STEP})
   file(REMOVE_RECURSE ${work})
@@ -157,9 +156,9 @@ if(STEP STREQUAL "add_subdirectory" OR STEP STREQUAL "FetchContent")
       -DCMAKE_CXX_COMPILER=${COMPILER} ${via}  # unoptimized: it only has to build and link
       "-DCMAKE_CXX_FLAGS=${CONSUMER_FLAGS}" "-DCMAKE_EXE_LINKER_FLAGS=${CONSUMER_FLAGS}")
   run(${CMAKE_COMMAND} --build ${work}/build)
-  check_consumer_runs(${work}/build)
+  check_consumer_runs(${work}/build ${work}/data)
   run(${CMAKE_COMMAND} --install ${work}/build --prefix ${work}/prefix)
-  check_consumer_runs(${work}/prefix/bin)
+  check_consumer_runs(${work}/prefix/bin ${work}/data-installed)
   if(STEP STREQUAL "add_subdirectory")
     # SG_INSTALL is off for a subproject: the project installs its own targets only.
     if(EXISTS ${work}/prefix/include/stategraph OR EXISTS ${work}/prefix/lib/cmake/stategraph)
@@ -169,14 +168,6 @@ if(STEP STREQUAL "add_subdirectory" OR STEP STREQUAL "FetchContent")
     # SG_INSTALL on: the core package, which find_package finds with the core's components, and
     # which refuses a component the build did not have.
     set(prefix ${work}/prefix)
-    build_consumer(${SOURCE_DIR}/tests/package/core_consumer ${work}/core)
-    run(${work}/core/core_consumer)
-    execute_process(
-      COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/package/core_consumer -B ${work}/missing
-              -G ${GENERATOR} -DCMAKE_PREFIX_PATH=${prefix} -DSG_MISSING_COMPONENT=server
-      RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
-    if(rc EQUAL 0 OR NOT "${out}${err}" MATCHES "stategraph was built without its 'server' component")
-      message(FATAL_ERROR "a component the build lacks did not fail as it should (${rc}): ${out}${err}")
-    endif()
+    check_core_package(${work} server "stategraph was built without its 'server' component")
   endif()
 endif()
