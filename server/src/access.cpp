@@ -12,11 +12,7 @@ using nlohmann::json;
 }  // namespace
 
 json Access::metadata_or(const json& given) const {
-  if (value.is_null()) return given;
-  const auto it = value.find("metadata");
-  if (it == value.end() || it->is_null()) return json::object();
-  if (!it->is_object()) throw ApiError{422, "'metadata' must be an object"};
-  return *it;
+  return value.is_null() ? given : metadata_field(value);
 }
 
 Access Api::run_auth_handler(const AuthUser& user, std::string_view resource,
@@ -46,11 +42,6 @@ json Api::thread_access(const ApiRequest& request, const std::string& thread_id,
 Access Api::create_run_access(const ApiRequest& request, const std::string& thread_id) const {
   return authorize(request, "threads", "create_run", [&] {
     const json body = body_object(request);
-    json kwargs = json::object();
-    for (const char* field : {"input", "command", "config", "context", "stream_mode",
-                              "interrupt_before", "interrupt_after", "webhook"}) {
-      kwargs[field] = body.value(field, json());
-    }
     return json{
         {"thread_id", thread_id.empty() ? json() : json(thread_id)},
         {"assistant_id", body.value("assistant_id", json())},
@@ -61,18 +52,18 @@ Access Api::create_run_access(const ApiRequest& request, const std::string& thre
         {"multitask_strategy", body.value("multitask_strategy", json("reject"))},
         {"if_not_exists", body.value("if_not_exists", json("reject"))},
         {"after_seconds", body.value("after_seconds", json(0))},
-        {"kwargs", std::move(kwargs)}};
+        {"kwargs", body_fields(body, {"input", "command", "config", "context", "stream_mode",
+                                      "interrupt_before", "interrupt_after", "webhook"})}};
   });
 }
 
 Access Api::cron_access(const ApiRequest& request, const std::string& thread_id) const {
   return authorize(request, "crons", "create", [&] {
     json body = body_object(request);
-    json value = {{"cron_id", nullptr},
-                  {"thread_id", thread_id.empty() ? json() : json(thread_id)},
-                  {"schedule", body.value("schedule", json())},
-                  {"end_time", body.value("end_time", json())},
-                  {"metadata", metadata_field(body)}};
+    json value = body_fields(body, {"schedule", "end_time"});
+    value["cron_id"] = nullptr;
+    value["thread_id"] = thread_id.empty() ? json() : json(thread_id);
+    value["metadata"] = metadata_field(body);
     body.erase("schedule");
     body.erase("end_time");
     body.erase("metadata");

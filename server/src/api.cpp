@@ -129,6 +129,12 @@ json metadata_field(const json& body) {
   return *it;
 }
 
+json body_fields(const json& body, std::initializer_list<const char*> names) {
+  json out = json::object();
+  for (const char* name : names) out[name] = body.value(name, json());
+  return out;
+}
+
 bool contains(const json& object, const json& subset) {
   if (!subset.is_object()) return true;
   for (auto it = subset.begin(); it != subset.end(); ++it) {

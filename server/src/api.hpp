@@ -140,6 +140,11 @@ struct Route {
 /// it is not an object.
 [[nodiscard]] nlohmann::json metadata_field(const nlohmann::json& body);
 
+/// An object of the `names` fields of `body`, each null when absent (what an authorization
+/// handler sees of a request).
+[[nodiscard]] nlohmann::json body_fields(const nlohmann::json& body,
+                                         std::initializer_list<const char*> names);
+
 /// The paging and shaping of a search body: limit (1-1000, default 10), offset, sort_by (one
 /// of the sortable fields, default created_at), sort_order (default desc) and select.
 struct SearchPage {

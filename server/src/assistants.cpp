@@ -293,12 +293,10 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
   // The fields of a create or update body a handler sees.
   const auto fields = [&](const std::string& assistant_id) {
     const json body = body_object(request);
-    json value = {{"assistant_id",
-                   assistant_id.empty() ? body.value("assistant_id", json()) : json(assistant_id)},
-                  {"metadata", metadata_field(body)}};
-    for (const char* field : {"graph_id", "config", "context", "name", "description"}) {
-      value[field] = body.value(field, json());
-    }
+    json value = body_fields(body, {"graph_id", "config", "context", "name", "description"});
+    value["assistant_id"] =
+        assistant_id.empty() ? body.value("assistant_id", json()) : json(assistant_id);
+    value["metadata"] = metadata_field(body);
     if (assistant_id.empty()) value["if_exists"] = body.value("if_exists", json());
     return value;
   };
@@ -318,11 +316,7 @@ ApiResponse Api::route_assistants(const ApiRequest& request) const {
   }
   if (p.size() == 2 && (p[1] == "search" || p[1] == "count")) {
     const Access access = authorize(request, "assistants", "search", [&] {
-      const json body = body_object(request);
-      return json{{"graph_id", body.value("graph_id", json())},
-                  {"metadata", body.value("metadata", json())},
-                  {"limit", body.value("limit", json())},
-                  {"offset", body.value("offset", json())}};
+      return body_fields(body_object(request), {"graph_id", "metadata", "limit", "offset"});
     });
     return p[1] == "search" ? assistants_->search(request, access)
                             : assistants_->count(request, access);

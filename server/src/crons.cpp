@@ -406,12 +406,8 @@ ApiResponse Api::route_crons(const ApiRequest& request) const {
   if (p.size() == 2) return crons_->create({}, request, cron_access(request, {}));
   if (p.size() == 3 && (p[2] == "search" || p[2] == "count")) {
     const Access access = authorize(request, "crons", "search", [&] {
-      const json body = body_object(request);
-      return json{{"assistant_id", body.value("assistant_id", json())},
-                  {"thread_id", body.value("thread_id", json())},
-                  {"metadata", body.value("metadata", json())},
-                  {"limit", body.value("limit", json())},
-                  {"offset", body.value("offset", json())}};
+      return body_fields(body_object(request),
+                         {"assistant_id", "thread_id", "metadata", "limit", "offset"});
     });
     return p[2] == "search" ? crons_->search(request, access) : crons_->count(request, access);
   }

@@ -211,18 +211,17 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
   if (p.size() == 1 && m == "POST") {
     const Access access = authorize(request, "threads", "create", [&] {
       const json body = body_object(request);
-      return json{{"thread_id", body.value("thread_id", json())},
-                  {"metadata", metadata_field(body)},
-                  {"if_exists", body.value("if_exists", json())},
-                  {"ttl", body.value("ttl", json())}};
+      json value = body_fields(body, {"thread_id", "if_exists", "ttl"});
+      value["metadata"] = metadata_field(body);
+      return value;
     });
     return threads_->create(request, access);
   }
   // The fields of a search or count body a handler sees.
   const auto search_value = [&](const json& body) {
-    return json{{"metadata", metadata_field(body)},       {"values", body.value("values", json())},
-                {"status", body.value("status", json())}, {"ids", body.value("ids", json())},
-                {"limit", body.value("limit", json())},   {"offset", body.value("offset", json())}};
+    json value = body_fields(body, {"values", "status", "ids", "limit", "offset"});
+    value["metadata"] = metadata_field(body);
+    return value;
   };
   if (p.size() == 2 && p[1] == "search" && m == "POST") {
     const json body = body_object(request);

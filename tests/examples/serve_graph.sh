@@ -17,15 +17,12 @@ cleanup() {
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$dir/out" ] && cat "$dir/out" >&2; exit 1; }
+. "$(dirname "$0")/loopback.sh"
 start() {
   "$prog" --db "$dir/data" --port 0 "$@" > "$dir/out" 2>&1 &
   pid=$!
-  for _ in $(seq 1 200); do
-    url=$(sed -n 's/^serve_graph: \(http:[^ ]*\) .*$/\1/p' "$dir/out")
-    [ -n "$url" ] && return 0
-    sleep 0.05
-  done
-  fail "the server did not start"
+  wait_for_url "$dir/out" 's/^serve_graph: \(http:[^ ]*\) .*$/\1/p' "the server"
+  url=$url_found
 }
 stop() {
   kill -TERM "$pid"
@@ -33,7 +30,6 @@ stop() {
   pid=
   grep -qx "serve_graph: stopping" "$dir/out" || fail "no 'stopping' line"
 }
-. "$(dirname "$0")/loopback.sh"
 start_loopback "$model" "$dir" --delay-ms 50
 export OPENAI_BASE_URL="$model_url" OPENAI_API_KEY=test
 start
