@@ -2,6 +2,7 @@
 // KvCheckpointer on a backend that processes share (Postgres): the heads that tell a process
 // whether its caches of a thread still hold, and the fences that keep a worker which lost its run
 // from writing. Layout: kv_format.hpp (Column::heads, Column::fences).
+#include <stategraph/core/callbacks.hpp>
 #include <stategraph/core/uuid.hpp>
 
 #include "kv_saver_impl.hpp"
@@ -40,8 +41,13 @@ void KvCheckpointer::Impl::guard(std::vector<KvOp>& batch, const std::string& tp
 void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
                                          const std::vector<std::string>& thread_prefixes,
                                          Guard mode) {
+  std::uint64_t bytes = 0;  // what checkpoint spans report (note_checkpoint_bytes)
+  for (const KvOp& op : batch) {
+    if (op.kind == KvOp::Kind::put) bytes += op.key.size() + op.value.size();
+  }
   if (!kv_->shared()) {
     kv_->write(batch);
+    note_checkpoint_bytes(bytes);
     return;
   }
   const std::size_t first_guard = batch.size();
@@ -71,6 +77,7 @@ void KvCheckpointer::Impl::write_guarded(std::vector<KvOp>& batch,
     for (const auto& tp : thread_prefixes) forget_thread(tp);  // the outcome is unknown
     throw;
   }
+  note_checkpoint_bytes(bytes);
   for (std::size_t i = first_guard; i < batch.size(); ++i) {
     if (batch[i].kind == KvOp::Kind::put && batch[i].space == Column::heads) {
       shard_of(batch[i].key).heads[batch[i].key] = batch[i].value;

@@ -194,6 +194,23 @@ nlohmann::json Context::messages_metadata(const nlohmann::json& extra) const {
   return detail::messages_metadata(config(), *task_, task_id(), extra);
 }
 
+Span Context::child_span(SpanKind kind, std::string name) const {
+  const RunConfig& cfg = config();
+  Span span;
+  span.kind = kind;
+  span.context = task_->trace.child();
+  span.parent_span_id = task_->trace.span_id;
+  span.name = std::move(name);
+  span.start = std::chrono::system_clock::now();
+  span.thread_id = cfg.thread_id;
+  span.run_id = run_->span_run_id();
+  span.checkpoint_ns = cfg.checkpoint_ns;
+  span.step = task_->step;
+  span.task_id = std::string(task_id());
+  span.node = std::string(task_->node);
+  return span;
+}
+
 void Context::write_message_chunk(const MessageChunk& chunk, const nlohmann::json& metadata) const {
   if (!run_->streams_messages()) return;
   run_->write_message(

@@ -18,6 +18,7 @@ struct AsyncWriter::State {
   bool running = false;                          // a thread is draining
   bool scheduled = false;                        // a drain task is posted and has not started
   std::size_t queued_puts = 0;                   // checkpoints in `jobs`
+  std::shared_ptr<const RunTrace> trace;         // set before the first job
 
   /// Runs the queued jobs unless another thread already does: a posted drain those queued when
   /// it starts (later ones wait until they are due), the caller's until none is left.
@@ -52,7 +53,7 @@ struct AsyncWriter::State {
       std::exception_ptr failure;
       try {
         if (!puts.empty()) {
-          saver.put_all(puts);
+          put_checkpoints(saver, puts, trace.get());
         } else {
           work();
         }
@@ -127,6 +128,11 @@ void AsyncWriter::start_if_due(bool long_step) {
       state_->drain_and_wait();
       break;
   }
+}
+
+void AsyncWriter::set_trace(std::shared_ptr<const RunTrace> trace) {
+  std::lock_guard lock(state_->mu);
+  state_->trace = std::move(trace);
 }
 
 void AsyncWriter::wait() {

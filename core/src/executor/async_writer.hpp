@@ -47,6 +47,9 @@ class AsyncWriter {
   /// Stores the rest; rethrows the first failure of the queue.
   void wait();
 
+  /// Reports the checkpoint writes to a traced run's callbacks (before the first submit).
+  void set_trace(std::shared_ptr<const RunTrace> trace);
+
  private:
   using Job = std::variant<std::vector<CheckpointPut>, std::function<void()>>;
   struct State;

@@ -207,7 +207,7 @@ void ExecutorCore::flush_held_puts() {
   if (writer_) {
     writer_->submit(std::move(puts));
   } else {
-    saver_->put_all(puts);
+    put_checkpoints(*saver_, puts, trace_.get());
   }
 }
 

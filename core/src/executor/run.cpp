@@ -74,6 +74,7 @@ ExecutorCore::ExecutorCore(std::shared_ptr<const GraphCore> graph, const RunConf
     shared_->ns = stream_->ns;
     shared_->deliver_child = [this](ForeignEvent&& e) { emit_child(std::move(e)); };
     shared_->stream_messages = stream_->modes.has(StreamMode::messages);
+    if (shared_->stream_messages) shared_->seen = std::make_unique<RunShared::SeenIds>();
     shared_->deliver_message = [this](MessageEvent&& e) { emit_message(std::move(e)); };
   }
   pull_mark_.assign(topo_.node_count, 0);

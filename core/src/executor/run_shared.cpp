@@ -58,8 +58,8 @@ void RunShared::write_custom(const std::string& node, int step, nlohmann::json v
 bool RunShared::first_sight(const MessageEvent& event) {
   const std::string& id = event.chunk.message.id;
   if (id.empty()) return true;
-  std::lock_guard lock(seen_mu);
-  return seen_message_ids.insert(id).second || !event.complete;
+  std::lock_guard lock(seen->mu);
+  return seen->ids.insert(id).second || !event.complete;
 }
 
 void RunShared::write_message(MessageEvent&& event) {

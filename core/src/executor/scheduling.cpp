@@ -24,6 +24,7 @@ void ExecutorCore::reset_task(Task& t, int node, int send_index) {
   t.error = nullptr;
   t.info.stop = stop_;
   t.info.pushed.clear();
+  t.info.span_open = false;
   t.info.more_updates.reset();
   t.info.subgraph_calls = 0;
   t.interrupts.clear();

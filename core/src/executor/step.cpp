@@ -32,6 +32,7 @@ bool ExecutorCore::is_timed(const Task& t) const {
 
 /// Runs one task to completion (with its retries) on the calling thread.
 void ExecutorCore::run_task(Task& t) {
+  start_node_span(t.info);
   const NodeOptions& options = graph_->node_options[static_cast<std::size_t>(t.node)];
   std::optional<std::string> cache_key;
   if (options.cache_policy && graph_->options.cache) {
@@ -73,6 +74,7 @@ void ExecutorCore::run_task(Task& t) {
         shared_->step_failed.store(true);
         return;
       }
+      report_retry(t.info, error, attempt + 1);
       if (shared_->cfg.cancellation.wait_for(retry_interval(*options.retry, attempt))) {
         t.error = std::make_exception_ptr(CancelledError());
         t.ran = true;

@@ -95,6 +95,7 @@ void run_attempt(const std::shared_ptr<NodeAttempt>& attempt,
 
 void ExecutorCore::start_attempt(AttemptSlot& slot, int attempt_no) {
   Task& t = tasks_[slot.task];
+  if (attempt_no == 1) start_node_span(t.info);
   std::shared_ptr<NodeAttempt> attempt = make_attempt(t);
   attempt->arg = t.arg;
   attempt->info = t.info;
@@ -171,6 +172,7 @@ std::chrono::steady_clock::time_point ExecutorCore::service_timed() {
     }
     if (should_retry(options.retry, slot.attempt_no, error) &&
         !shared_->cfg.cancellation.cancelled()) {
+      report_retry(t.info, error, slot.attempt_no + 1);
       slot.retry_at = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                                 retry_interval(*options.retry, slot.attempt_no));
       wake = std::min(wake, *slot.retry_at);

@@ -126,14 +126,28 @@ struct AsyncRuns {
     auto strand = co_await boost::asio::this_coro::executor;
     enable_async(executor, strand);
     StepsOutcome outcome;
+    std::exception_ptr error;
     try {
       const bool skip_breakpoint = executor.begin(std::move(request));
       outcome = co_await run_steps_async(executor, skip_breakpoint);
     } catch (ParentCommand&) {
-      throw Error(errc::kInvalidRun,
-                  "a node returned Command{.graph = sg::PARENT} but this graph has no parent");
+      error = std::make_exception_ptr(
+          Error(errc::kInvalidRun,
+                "a node returned Command{.graph = sg::PARENT} but this graph has no parent"));
+    } catch (...) {
+      error = std::current_exception();
     }
-    co_return executor.finish(std::move(outcome));
+    if (!error) {
+      try {
+        RunResult<S> result = executor.finish(std::move(outcome));
+        executor.end_run_span(result.status);
+        co_return result;
+      } catch (...) {
+        error = std::current_exception();
+      }
+    }
+    executor.end_run_span_error(error);
+    std::rethrow_exception(error);
   }
 };
 

@@ -492,6 +492,10 @@ class CompiledGraph {
     config.interrupt_after.clear();
     config.checkpoint_id.clear();
     config.run_id.clear();
+    if (!config.callbacks.empty()) {
+      config.trace_parent = ctx.trace_context();
+      config.run_name = def_->options.name.empty() ? std::string(ctx.node()) : def_->options.name;
+    }
     if (!given.configurable.is_null()) config.configurable = given.configurable;
     if (!given.context.is_null()) config.context = given.context;
     if (!given.metadata.is_null()) config.metadata = given.metadata;

@@ -7,6 +7,7 @@
 
 #include <any>
 #include <array>
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -67,6 +68,9 @@ class RunHooks {
   virtual void forward_event(ForeignEvent&& event) = 0;
   /// task_id_seed() of the run's thread, namespace and current checkpoint.
   [[nodiscard]] virtual std::uint64_t task_id_seed() const noexcept = 0;
+  /// The run id its spans carry: the run's, or for a subgraph's run (whose config has none)
+  /// its root run's.
+  [[nodiscard]] virtual const std::string& span_run_id() const noexcept = 0;
   /// The run's checkpointer (subgraphs compiled without one use it), or null.
   [[nodiscard]] virtual Checkpointer* checkpointer() const noexcept = 0;
   /// The value answering interrupt `interrupt_id` when the run was resumed: from a resume map,
@@ -110,6 +114,11 @@ struct TaskInfo {
   /// Graphs this task has run as subgraphs so far (the second and later get their own
   /// checkpoint namespace, as in LangGraph).
   int subgraph_calls = 0;
+  /// The task's span (a run with callbacks): its ids, when it started, and whether its end is
+  /// still to be reported.
+  TraceContext trace{};
+  std::chrono::system_clock::time_point started{};
+  bool span_open = false;
 };
 
 /// The part of a task id that a step's tasks share: the thread, the namespace and the
@@ -210,6 +219,16 @@ class Context {
   /// before what the node returns (LangGraph's push_message). Throws sg::Error for a message
   /// without an id; an unknown or non-message field fails the task when it finishes.
   void push_message(Message message, std::string_view field = "messages") const;
+
+  /// True when the run reports to callbacks (RunConfig::callbacks): model and tool calls in this
+  /// node then report their spans with child_span().
+  [[nodiscard]] bool traced() const noexcept { return !run_->config().callbacks.empty(); }
+  /// This task's span ids (traced() only; invalid otherwise).
+  [[nodiscard]] const TraceContext& trace_context() const noexcept { return task_->trace; }
+  /// A new span of `kind` named `name`, a child of this task's span, with the run's thread, run
+  /// id, namespace, step, task id and node filled in and the start time now. Report it with
+  /// the run's callbacks (config().callbacks). Thread-safe.
+  [[nodiscard]] Span child_span(SpanKind kind, std::string name) const;
 
   /// The values the run was resumed with for this task's interrupts, in order.
   [[nodiscard]] const std::vector<nlohmann::json>& resume_values() const noexcept {

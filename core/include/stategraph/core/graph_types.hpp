@@ -4,6 +4,7 @@
 // The vocabulary of graphs and runs: START/END, Send, Command, interrupts, retry policies,
 // node/compile/run options, results and stream events.
 
+#include <stategraph/core/callbacks.hpp>
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/core/json_optional.hpp>  // nlohmann/json.hpp with std::optional
 #include <stategraph/core/message.hpp>
@@ -226,6 +227,14 @@ struct RunConfig {
   /// Static per-run data for nodes (LangGraph's runtime context); not checkpointed.
   nlohmann::json context{};
   std::string run_id{};
+  /// Receive the run's spans: the run, its nodes, model and tool calls and checkpoint writes
+  /// (sg::Callbacks). Subgraphs and the models called in nodes report to the same list.
+  CallbackList callbacks{};
+  /// The span the run's span is a child of: a caller's `traceparent`, or the node running a
+  /// subgraph. None: the run starts a trace. Used only with callbacks.
+  std::optional<TraceContext> trace_parent{};
+  /// The run span's name (LangChain's run_name); empty: the graph's name, else "LangGraph".
+  std::string run_name{};
   /// An asynchronous run (ainvoke, astream) runs its plain (synchronous) nodes on this pool,
   /// never on its executor, so that a node that blocks holds one of the pool's threads and no
   /// other coroutine waits for it. Null: on the run's strand (a lone task) or the graph's pool.

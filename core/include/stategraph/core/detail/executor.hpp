@@ -35,15 +35,27 @@ class Executor final : public ExecutorCore {
     if (saver_) Codec::track_lists(caches_);
   }
 
+  /// A run's end, for callbacks (see run(); an asynchronous run calls them itself).
+  using ExecutorCore::end_run_span;
+  using ExecutorCore::end_run_span_error;
+
   /// Runs the graph: from new input, or (with a checkpointer) continuing the thread's checkpoint.
   RunResult<S> run(RunRequest<S>&& request) {
-    const bool skip_breakpoint = begin(std::move(request));
-    return finish(run_steps(skip_breakpoint));
+    try {
+      const bool skip_breakpoint = begin(std::move(request));
+      RunResult<S> result = finish(run_steps(skip_breakpoint));
+      end_run_span(result.status);
+      return result;
+    } catch (...) {
+      end_run_span_error(std::current_exception());
+      throw;
+    }
   }
 
   /// A run up to its first superstep: loads the thread, applies the input (the START step) or
   /// what a Command resumes with. Returns whether the first step skips its breakpoint.
   bool begin(RunRequest<S>&& request) {
+    start_run_span_if_traced();
     const bool loaded = load_thread(request.load_before);
     if (saver_ && request.load_before) request.continue_saved = false;
     if (request.continue_saved && loaded) request.input.reset();

@@ -41,6 +41,18 @@
 namespace sg::detail {
 
 class AsyncWriter;
+
+/// A traced run's callbacks and its span (started; the end fields are set when it ends). The
+/// run's threads and its async writer read it; it does not change while tasks run.
+struct RunTrace {
+  CallbackList callbacks;
+  Span run;
+};
+
+/// saver.put_all(puts); with `trace`, reported as a checkpoint span (duration, bytes). A
+/// failure is logged (sg::log, error) and rethrown.
+void put_checkpoints(Checkpointer& saver, const std::vector<CheckpointPut>& puts,
+                     const RunTrace* trace);
 struct AsyncState;  // an asynchronous run's strand and timer (core/src/executor/async.cpp)
 struct AsyncLoop;
 
@@ -122,8 +134,14 @@ struct RunShared final : RunHooks {
   std::function<void(ForeignEvent&&)> deliver_child;  // orchestrator thread only
   bool stream_messages = false;
   std::function<void(MessageEvent&&)> deliver_message;  // orchestrator thread only
-  std::mutex seen_mu;
-  std::set<std::string> seen_message_ids;  // guarded by seen_mu: ids the messages mode carried
+  /// The ids the messages mode carried; made only for a run that streams messages (apart, so
+  /// that the RunShared of every other run stays small: one allocation the size of a cached
+  /// block).
+  struct SeenIds {
+    std::mutex mu;
+    std::set<std::string> ids;  // guarded by mu
+  };
+  std::unique_ptr<SeenIds> seen;
 
   std::mutex mu;
   std::condition_variable cv;
@@ -164,6 +182,9 @@ struct RunShared final : RunHooks {
     return resuming_step.load(std::memory_order_relaxed);
   }
   [[nodiscard]] std::uint64_t task_id_seed() const noexcept override;
+  [[nodiscard]] const std::string& span_run_id() const noexcept override {
+    return cfg.run_id.empty() && parent != nullptr ? parent->span_run_id() : cfg.run_id;
+  }
   [[nodiscard]] nlohmann::json checkpoint_parents() const override;
   [[nodiscard]] std::optional<std::string> mapped_checkpoint(
       const std::string& checkpoint_ns) const override;
@@ -423,6 +444,36 @@ class ExecutorCore {
   [[nodiscard]] std::size_t hanging_interrupts() const;
   [[nodiscard]] Goto goto_from_json(const nlohmann::json& go) const;
 
+  // ---------------------------------------------------------------- callbacks (tracing.cpp)
+  /// A run with callbacks reports its span and those of its tasks; without, each hook point
+  /// costs one branch on trace_.
+  void start_run_span_if_traced() {
+    if (!shared_->cfg.callbacks.empty()) [[unlikely]]
+      start_run_span();
+  }
+  void start_run_span();
+  void end_run_span(RunStatus status) {
+    if (trace_) [[unlikely]]
+      end_run_span_now(status == RunStatus::done ? SpanStatus::ok : SpanStatus::interrupted, {});
+  }
+  void end_run_span_error(const std::exception_ptr& error) {
+    if (trace_) [[unlikely]]
+      end_run_span_now(SpanStatus::error, error);
+  }
+  void end_run_span_now(SpanStatus status, const std::exception_ptr& error);
+  /// Starts the span of a task (`info`: the task's, before an attempt copies it). Any thread.
+  void start_node_span(TaskInfo& info) {
+    if (trace_) [[unlikely]]
+      start_node_span_now(info);
+  }
+  void start_node_span_now(TaskInfo& info);
+  void end_node_span(Task& t);
+  /// The span of a task as its events show it (start fields).
+  [[nodiscard]] Span node_span(const TaskInfo& info) const;
+  /// A task's attempt failed with `error` and runs again as `next_attempt`: logged, and
+  /// reported to the callbacks. Any thread.
+  void report_retry(const TaskInfo& info, const std::exception_ptr& error, int next_attempt);
+
   // ---------------------------------------------------------------- streaming (streaming.cpp)
   [[nodiscard]] bool streams(StreamMode mode) const { return stream_ && stream_->modes.has(mode); }
   void emit_values() {
@@ -438,6 +489,8 @@ class ExecutorCore {
   }
   void emit_debug_checkpoint_now(bool start_next);
   void emit_task_finished(Task& t, bool replayed = false) {
+    if (trace_) [[unlikely]]
+      end_node_span(t);
     if (stream_) emit_task_finished_now(t, replayed);
   }
   void emit_task_finished_now(Task& t, bool replayed);
@@ -547,6 +600,8 @@ class ExecutorCore {
   Checkpointer* saver_ = nullptr;
   Durability durability_ = Durability::sync;
   std::unique_ptr<AsyncWriter> writer_;
+  /// The run's callbacks and span; null when the run has no callbacks.
+  std::shared_ptr<RunTrace> trace_;
   std::vector<CheckpointPut> held_puts_;  // recorded checkpoints not yet handed to the saver
   nlohmann::json run_metadata_;           // see run_metadata()
   bool saver_deltas_ = false;  // saver_->stores_deltas(): lists as deltas, messages as CBOR
