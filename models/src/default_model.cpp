@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stategraph/core/log.hpp>
 #include <stategraph/models/local_model.hpp>
 #include <stategraph/models/openai.hpp>
 
@@ -6,24 +7,38 @@
 #include <iostream>
 #include <mutex>
 
+#include "openai_wire.hpp"
+
 namespace sg {
 
 std::shared_ptr<ChatModel> default_chat_model() {
   std::shared_ptr<ChatModel> model;
   std::string which;
+  nlohmann::json fields;
   const char* base_url = std::getenv("OPENAI_BASE_URL");
   if (base_url && *base_url) {
     OpenAIConfig config = OpenAIConfig::from_env();
-    which = "stategraph: model " + config.model + " at " + config.base_url + " (OPENAI_BASE_URL)";
+    const std::string where = detail::url_for_log(config.base_url);
+    which = "stategraph: model " + config.model + " at " + where + " (OPENAI_BASE_URL)";
+    fields = {{"model", config.model}, {"base_url", where}, {"provider", "openai"}};
     model = std::make_shared<OpenAIChatModel>(std::move(config));
   } else {
     which =
         "stategraph: model stategraph-local (the offline LocalModel; set OPENAI_BASE_URL to use "
         "an OpenAI-compatible server)";
+    fields = {{"model", "stategraph-local"}, {"provider", "local"}};
     model = std::make_shared<LocalModel>();
   }
   static std::once_flag said;
-  std::call_once(said, [&] { std::cerr << which << '\n'; });
+  std::call_once(said, [&] {
+    // A program with a log sink (stategraph serve) gets it as a log line, so that its stderr
+    // stays one format; others on stderr.
+    if (log_enabled(LogLevel::error)) {
+      log(LogLevel::info, "chat model", fields);
+    } else {
+      std::cerr << which << '\n';
+    }
+  });
   return model;
 }
 

@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: MIT
+#include <stategraph/core/log.hpp>
 #include <stategraph/models/openai.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -211,6 +212,12 @@ net::awaitable<std::string> post_with_retries(const OpenAIConfig* config,
     const std::optional<std::chrono::milliseconds> asked =
         progress.status != 0 ? retry_after(progress.headers, std::time(nullptr)) : std::nullopt;
     delay = asked ? std::min(*asked, config->retry_after_max) : jittered_backoff(*config, attempt);
+    log(LogLevel::warn, "model request retried",
+        {{"url", detail::url_for_log(spec->url)},
+         {"attempt", attempt + 2},
+         {"status", progress.status},
+         {"delay_ms", delay.count()},
+         {"error", error->what()}});
   }
 }
 
@@ -389,8 +396,8 @@ net::awaitable<Message> OpenAIChatModel::agenerate(Request request) const {
   const bool streaming = request.on_chunk != nullptr && static_cast<bool>(*request.on_chunk);
   const json body =
       detail::chat_request_body(config_.model, *request.messages, *request.options, streaming);
-  const detail::HttpRequestSpec spec =
-      detail::request_spec(config_, endpoint_, body.dump(), streaming);
+  detail::HttpRequestSpec spec = detail::request_spec(config_, endpoint_, body.dump(), streaming);
+  if (request.trace.valid()) spec.headers.push_back("traceparent: " + request.trace.traceparent());
   detail::ChatSink sink(request.on_chunk);
   detail::StreamSink* sink_ptr = streaming ? &sink : nullptr;
   const CancellationToken call_token = request.options->cancellation;

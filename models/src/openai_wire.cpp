@@ -487,4 +487,13 @@ Message ChatStreamAccumulator::result() const {
   return parse_chat_completion(body);
 }
 
+std::string url_for_log(const std::string& url) {
+  std::string out = url.substr(0, url.find_first_of("?#"));
+  const std::size_t scheme = out.find("://");
+  const std::size_t host = scheme == std::string::npos ? 0 : scheme + 3;
+  const std::size_t at = out.find('@', host);
+  if (at != std::string::npos && at < out.find('/', host)) out.erase(host, at + 1 - host);
+  return out;
+}
+
 }  // namespace sg::detail

@@ -98,4 +98,7 @@ class ChatStreamAccumulator {
   std::map<int, PartialCall> calls_{};
 };
 
+/// `url` without what may hold a credential (its user info and query), for logs and messages.
+[[nodiscard]] std::string url_for_log(const std::string& url);
+
 }  // namespace sg::detail

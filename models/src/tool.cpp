@@ -4,8 +4,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <future>
 #include <thread>
+#include <utility>
 
 namespace sg {
 
@@ -43,9 +45,8 @@ Message tool_message(Content content, const ToolCall& call, std::string status) 
 }
 
 /// One call: its outcome, or (handle_errors) its error as a tool message.
-ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
-                    Context* context, const ToolNodeOptions& options) {
-  detail::CurrentContextGuard guard(context);
+ToolOutcome call_tool(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
+                      Context* context, const ToolNodeOptions& options) {
   const Tool* tool = nullptr;
   for (const auto& t : tools)
     if (t.name() == call.name) tool = &t;
@@ -77,6 +78,40 @@ ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const 
     return ToolOutcome{
         tool_message(fmt::format("Error: {}\n Please fix your mistakes.", e.what()), call, "error"),
         {}};
+  }
+}
+
+/// call_tool with `context` current; in a run with callbacks, reported as a tool span (a tool
+/// message with status "error" is an error span).
+ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
+                    Context* context, const ToolNodeOptions& options) {
+  detail::CurrentContextGuard guard(context);
+  if (context == nullptr || !context->traced()) [[likely]]
+    return call_tool(tools, call, state, context, options);
+  const CallbackList& callbacks = context->config().callbacks;
+  Span span = context->child_span(SpanKind::tool, call.name);
+  span.tool_call_id = call.id;
+  span.arguments = &call.args;
+  detail::notify(callbacks, &Callbacks::on_tool_start, std::as_const(span));
+  span.arguments = nullptr;
+  try {
+    ToolOutcome out = call_tool(tools, call, state, context, options);
+    span.end = std::chrono::system_clock::now();
+    if (out.message) {
+      span.result = &*out.message;
+      if (out.message->status == "error") {
+        span.status = SpanStatus::error;
+        span.error = out.message->text();
+        span.error_type = "tool_error";
+      }
+    }
+    detail::notify(callbacks, &Callbacks::on_tool_end, std::as_const(span));
+    return out;
+  } catch (...) {
+    span.end = std::chrono::system_clock::now();
+    detail::set_span_error(span, std::current_exception());
+    detail::notify(callbacks, &Callbacks::on_tool_end, std::as_const(span));
+    throw;
   }
 }
 

@@ -284,7 +284,20 @@ KvStore::KvStore(std::unique_ptr<detail::KvBackend> kv, TtlConfig ttl,
 KvStore::~KvStore() = default;
 
 std::vector<StoreResult> KvStore::batch(std::vector<StoreOp> ops) {
+  for (const StoreOp& op : ops) {
+    std::size_t kind = op.index();  // get, put, search, list_namespaces
+    if (const auto* put = std::get_if<PutOp>(&op); put != nullptr && !put->value) kind = 4;
+    constexpr std::size_t kSlot[] = {0, 1, 3, 4, 2};  // into get, put, delete, search, list
+    impl_->op_counts[kSlot[kind]].fetch_add(1, std::memory_order_relaxed);
+  }
   return impl_->batch(std::move(ops));
+}
+
+KvStore::OperationCounts KvStore::operation_counts() const noexcept {
+  const auto& c = impl_->op_counts;
+  return {c[0].load(std::memory_order_relaxed), c[1].load(std::memory_order_relaxed),
+          c[2].load(std::memory_order_relaxed), c[3].load(std::memory_order_relaxed),
+          c[4].load(std::memory_order_relaxed)};
 }
 
 bool KvStore::semantic_search() const noexcept {

@@ -7,6 +7,7 @@
 #include <stategraph/kv/kv.hpp>
 #include <stategraph/store/kv_store.hpp>
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -36,6 +37,9 @@ namespace sg {
 /// lock.
 struct KvStore::Impl {
  public:
+  /// What operation_counts() reports: get, put, delete, search, list_namespaces.
+  std::array<std::atomic<std::uint64_t>, 5> op_counts{};
+
   /// Loads the vectors of indexed items when `index` is given. Throws Error
   /// ("argument.invalid") for a bad IndexConfig, StoreError on corrupt data.
   Impl(std::unique_ptr<detail::KvBackend> backend, TtlConfig ttl, std::optional<IndexConfig> index);

@@ -125,6 +125,9 @@ class ChatModel {
     const ChatOptions* options = nullptr;
     const ChunkHandler* on_chunk = nullptr;
     CancellationToken run_cancellation{};
+    /// The call's span in a run with callbacks (invalid otherwise): implementations that make
+    /// HTTP requests send it as the W3C `traceparent` header.
+    TraceContext trace{};
     /// True once either token was cancelled.
     [[nodiscard]] bool cancelled() const noexcept {
       return options->cancellation.cancelled() || run_cancellation.cancelled();

@@ -59,7 +59,8 @@ class LocalModel final : public ChatModel {
 
 /// The model every example, the demo and the CLI use: an OpenAIChatModel configured from the
 /// environment (OPENAI_BASE_URL, OPENAI_API_KEY, STATEGRAPH_MODEL) when OPENAI_BASE_URL is set,
-/// else a LocalModel. Says which on stderr, once per process. Throws ModelError
+/// else a LocalModel. Says which once per process: through sg::log (info) when a log sink is
+/// set, else on stderr. Throws ModelError
 /// (errc::kModelConfig) for a bad configuration. Thread-safe.
 [[nodiscard]] std::shared_ptr<ChatModel> default_chat_model();
 

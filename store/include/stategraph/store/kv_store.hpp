@@ -40,6 +40,17 @@ class KvStore : public Store {
   /// True when opened with an IndexConfig.
   [[nodiscard]] bool semantic_search() const noexcept override;
 
+  /// The operations batch() was given since the store opened, by kind (a PutOp without a value
+  /// is a delete). Thread-safe.
+  struct OperationCounts {
+    std::uint64_t get = 0;
+    std::uint64_t put = 0;
+    std::uint64_t del = 0;
+    std::uint64_t search = 0;
+    std::uint64_t list_namespaces = 0;
+  };
+  [[nodiscard]] OperationCounts operation_counts() const noexcept;
+
   /// Deletes every expired item; returns how many. Throws StoreError. Thread-safe.
   std::size_t sweep_expired();
   /// Items deleted by sweeps so far (by sweep_expired() and the sweeper). Thread-safe.
