@@ -7,7 +7,8 @@
 wait_for_url() {
   url_found=
   for _ in $(seq 1 200); do
-    url_found=$(sed -n "$2" "$1")
+    # The file may not exist yet (the server's shell has not opened it): not a failure.
+    url_found=$(sed -n "$2" "$1" 2>/dev/null || true)
     [ -n "$url_found" ] && return 0
     sleep 0.05
   done
