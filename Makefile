@@ -4,7 +4,7 @@
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 TSAN_DIR ?= build-tsan
-TSAN_TESTS ?= ^(graph|checkpoint|store|models|nodes|server|postgres)/
+TSAN_TESTS ?= ^(graph|checkpoint|store|models|nodes|telemetry|server|postgres)/
 JOBS ?= $(shell nproc)
 WERROR ?= OFF
 CMAKE_ARGS ?=
@@ -41,7 +41,7 @@ test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSG_SANITIZE=thread -DSG_BUILD_CLI=OFF \
 	  -DSG_BUILD_EXAMPLES=OFF -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
 	cmake --build $(TSAN_DIR) -j $(JOBS) --target sg_graph_tests sg_checkpoint_tests sg_store_tests sg_models_tests sg_nodes_tests \
-	  sg_server_tests sg_postgres_tests
+	  sg_telemetry_tests sg_server_tests sg_postgres_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS) -R "$(TSAN_TESTS)"
 
 # Builds the benchmarks (Release) into build-bench/.
@@ -81,7 +81,7 @@ TIDY_SKIP := core/src/executor/async.cpp cli/src/demo_command.cpp cli/src/chat_c
 tidy: deps
 	cmake -S . -B build-tidy -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSG_UNITY_BUILD=OFF \
 	  -DSG_BUILD_TESTS=OFF -DSG_BUILD_EXAMPLES=OFF $(CMAKE_ARGS) > /dev/null
-	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' 'postgres/src/*.cpp' \
+	git ls-files 'core/src/*.cpp' 'reducers/src/*.cpp' 'kv/src/*.cpp' 'checkpoint/src/*.cpp' 'store/src/*.cpp' 'postgres/src/*.cpp' 'telemetry/src/*.cpp' \
 	  'cli/src/*.cpp' | grep -v -F -x $(addprefix -e ,$(TIDY_SKIP)) | \
 	  xargs -P $(JOBS) -n 1 clang-tidy -p build-tidy --quiet
 
