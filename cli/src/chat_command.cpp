@@ -7,6 +7,7 @@
 #include <stategraph/core/error.hpp>
 #include <stategraph/models/local_model.hpp>
 #include <stategraph/nodes/summarize_trim.hpp>
+#include <stategraph/telemetry/otlp.hpp>
 
 #include <editline/readline.h>
 #include <fmt/format.h>
@@ -143,6 +144,10 @@ class ChatSession {
                  .compile({.checkpointer = saver_})),
         colour_(colour_output()) {
     config_.thread_id = args.thread;
+    // OTEL_EXPORTER_OTLP_ENDPOINT set: each turn's spans go to that collector (its destructor
+    // sends the last ones).
+    if (auto tracer = OtlpTracer::from_environment())
+      config_.callbacks.push_back(std::move(tracer));
   }
 
   void run() {

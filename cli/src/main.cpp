@@ -4,6 +4,7 @@
 // The helpers the commands share are in io.cpp.
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/version.hpp>
+#include <stategraph/server/logging.hpp>
 
 #include <iostream>
 #include <string>
@@ -22,6 +23,24 @@ int main(int argc, char** argv) {
       "a missing database, a model error), 2 bad usage. Colour only on a terminal, never with "
       "NO_COLOR set. A real model: set OPENAI_BASE_URL (and OPENAI_API_KEY, STATEGRAPH_MODEL).");
   app.require_subcommand(1);
+  // The libraries' log (model retries and errors, saver errors) on stderr; `stategraph serve`
+  // has the same options, with info as its default level.
+  std::string log_level = "warn";
+  std::string log_format = "text";
+  app.add_option("--log-level", log_level,
+                 "Log messages at this level and above to stderr: trace, debug, info, warn, "
+                 "error or off")
+      ->envname("STATEGRAPH_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"},
+                            CLI::ignore_case))
+      ->capture_default_str();
+  app.add_option("--log-format", log_format,
+                 "text, or json: one object per line with the keys ts, level, msg and the "
+                 "message's fields")
+      ->envname("STATEGRAPH_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}, CLI::ignore_case))
+      ->capture_default_str();
+  app.fallthrough();  // the log options after a command's name too
   sg::cli::Action action;
   sg::cli::add_demo_command(app, action);
   sg::cli::add_chat_command(app, action);
@@ -46,7 +65,16 @@ int main(int argc, char** argv) {
     std::cerr << "stategraph: " << sg::cli::one_line(e.what()) << " (see --help)\n";
     return 2;
   }
+  struct Logging {
+    Logging(const std::string& level, const std::string& format) {
+      sg::start_logging({sg::parse_log_level(level), sg::parse_log_format(format)});
+    }
+    ~Logging() { sg::stop_logging(); }
+    Logging(const Logging&) = delete;
+    Logging& operator=(const Logging&) = delete;
+  };
   try {
+    const Logging logging(log_level, log_format);
     if (action) action();
     return 0;
   } catch (const sg::Error& e) {

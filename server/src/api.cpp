@@ -13,6 +13,7 @@
 
 #include "crons.hpp"
 #include "periodic.hpp"
+#include "telemetry.hpp"
 
 namespace sg::server {
 
@@ -378,13 +379,23 @@ json body_object(const ApiRequest& request) {
 
 Api::Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records,
          std::shared_ptr<Store> store, RunLimits limits, const ClusterOptions* cluster,
-         ThreadTtlOptions ttl, std::shared_ptr<const Auth> auth)
+         ThreadTtlOptions ttl, std::shared_ptr<const Auth> auth,
+         std::shared_ptr<ServerTelemetry> telemetry)
     : auth_(std::move(auth)),
       graphs_(std::move(graphs)),
       assistants_(std::make_unique<AssistantRegistry>(graphs_, records)),
       threads_(std::make_unique<ThreadRegistry>(records)),
       store_(std::move(store)),
+      telemetry_(telemetry ? std::move(telemetry)
+                           : std::make_shared<ServerTelemetry>(ServerOptions{})),
       runs_(std::make_unique<RunManager>(*this, *threads_, records, limits, cluster)) {
+  telemetry_->watch_store(store_);
+  telemetry_->add_gauge(
+      "stategraph_runs_pending", "Runs waiting to start (a cluster's: all)",
+      [runs = runs_.get()] { return static_cast<double>(runs->counts().pending); });
+  telemetry_->add_gauge(
+      "stategraph_runs_running", "Runs executing (a cluster's: all)",
+      [runs = runs_.get()] { return static_cast<double>(runs->counts().running); });
   Crons::SharedLock lock;
   if (runs_->clustered()) {
     lock = [runs = runs_.get()](const std::string& key) { return runs->lock_shared(key); };
@@ -458,6 +469,12 @@ ApiResponse Api::route(const ApiRequest& request) const {
       }
     }
     return json_response({{"ok", true}});
+  }
+  if (p.size() == 1 && p[0] == "metrics") {
+    ApiResponse metrics;
+    metrics.body = telemetry_->render();
+    metrics.content_type = std::string(kPrometheusContentType);
+    return metrics;
   }
   if (p.size() == 1 && p[0] == "info") {
     return json_response({{"version", kVersion},

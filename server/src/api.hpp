@@ -36,6 +36,7 @@ struct ApiRequest {
   std::multimap<std::string, std::string> query;
   std::string body;
   std::string last_event_id;  // the Last-Event-ID header (a resumed stream); empty when absent
+  std::string traceparent;    // the W3C traceparent header: a run it creates is its child
   /// Who sent it, when the server authenticates (ServerOptions::auth); null otherwise.
   std::shared_ptr<const AuthUser> user{};
 };
@@ -128,6 +129,10 @@ struct Route {
 /// the fewest {}), in storage that lives as long as the program; empty when none matches.
 /// Thread-safe.
 [[nodiscard]] std::string_view allowed_methods(const std::vector<std::string>& path);
+/// The route a request target ("/threads/1/runs?x=y") reaches, for logs and metrics:
+/// "/threads/{}/runs", "/studio" for the studio's files, "unmatched" when no route matches (never
+/// the raw path: labels stay few). Thread-safe.
+[[nodiscard]] std::string_view route_of(std::string_view target);
 /// Whether `method` is in `allow` (a list from allowed_methods()).
 [[nodiscard]] bool method_allowed(std::string_view allow, std::string_view method);
 
@@ -322,6 +327,12 @@ class ThreadRegistry {
 };
 
 /// Where runs execute, how many at once, and the threads of their plain nodes (ServerOptions).
+/// Runs waiting to start and runs executing, for the metrics.
+struct RunCounts {
+  std::size_t pending = 0;
+  std::size_t running = 0;
+};
+
 struct RunLimits {
   std::size_t max_runs = 10000;
   std::size_t sync_workers = 8;
@@ -394,15 +405,18 @@ class AssistantRegistry {
 class RunManager;
 class Crons;
 class Periodic;
+class ServerTelemetry;
 
 /// The API over the registered graphs. Thread-safe.
 class Api {
  public:
   /// `records` keeps threads and runs; `store` serves /store; runs execute within `limits`,
   /// queued in PostgreSQL for many processes when `cluster` is given.
+  /// `telemetry` counts the requests and runs and gets every run's spans (null: one of its own).
   Api(std::vector<GraphEntry> graphs, std::shared_ptr<Store> records, std::shared_ptr<Store> store,
       RunLimits limits, const ClusterOptions* cluster = nullptr, ThreadTtlOptions ttl = {},
-      std::shared_ptr<const Auth> auth = nullptr);
+      std::shared_ptr<const Auth> auth = nullptr,
+      std::shared_ptr<ServerTelemetry> telemetry = nullptr);
   ~Api();
   Api(const Api&) = delete;
   Api& operator=(const Api&) = delete;
@@ -441,6 +455,8 @@ class Api {
   [[nodiscard]] nlohmann::json thread_access(const ApiRequest& request,
                                              const std::string& thread_id,
                                              std::string_view action) const;
+  /// The server's metrics, traces and recent spans. Thread-safe.
+  [[nodiscard]] ServerTelemetry& telemetry() const noexcept { return *telemetry_; }
   /// Whether authorization handlers run for `request` (the server authenticates its user).
   [[nodiscard]] bool authorizing(const ApiRequest& request) const noexcept {
     return auth_ && request.user;
@@ -483,6 +499,7 @@ class Api {
   std::unique_ptr<AssistantRegistry> assistants_;
   std::unique_ptr<ThreadRegistry> threads_;
   std::shared_ptr<Store> store_;
+  std::shared_ptr<ServerTelemetry> telemetry_;
   std::unique_ptr<RunManager> runs_;
   std::unique_ptr<Crons> crons_;
   ThreadTtlOptions ttl_;
@@ -540,6 +557,8 @@ class RunManager {
   [[nodiscard]] ApiResponse remove(const std::string& thread_id, const std::string& run_id);
   /// Whether the thread has a pending or running run.
   [[nodiscard]] bool busy(const std::string& thread_id) const;
+  /// Runs pending and running (a cluster's: on every process).
+  [[nodiscard]] RunCounts counts() const;
   /// The pool for work that blocks on the queue's and savers' database (a cluster), else null.
   [[nodiscard]] ThreadPool* blocking_pool() const noexcept;
   /// Forgets a deleted thread's runs. Throws ApiError 409 while busy.
@@ -574,6 +593,9 @@ class RunManager {
   /// After a run: a rolled-back run's checkpoints go, and the queue records its end.
   void conclude(const std::shared_ptr<Run>& run, std::string status, nlohmann::json result,
                 std::optional<std::optional<std::string>> head_before);
+  /// Logs a run's end: ended, interrupted, cancelled (`action`), or failed with its cause.
+  void log_run_end(const Run& run, std::string_view status, std::string_view action,
+                   const nlohmann::json& result) const;
 
   const Api& api_;
   ThreadRegistry& threads_;

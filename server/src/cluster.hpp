@@ -62,6 +62,7 @@ class PostgresRunQueue final : public RunQueue {
                                      const std::string& action, bool wait) override;
   void remove(const std::string& thread_id, const std::string& run_id) override;
   [[nodiscard]] bool busy(const std::string& thread_id) override;
+  [[nodiscard]] Counts counts() override;
   void remove_thread(const std::string& thread_id) override;
   /// A PostgreSQL advisory lock of `key` (a session lock on a connection of the pool, which the
   /// handle gives back).

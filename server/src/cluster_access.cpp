@@ -89,6 +89,17 @@ std::shared_ptr<void> PostgresRunQueue::lock_shared(const std::string& key) {
   return held;
 }
 
+RunQueue::Counts PostgresRunQueue::counts() {
+  const pg::Result r = db([&](pg::Connection& c) {
+    return c.exec(
+        "SELECT count(*) FILTER (WHERE status = 'pending'), "
+        "count(*) FILTER (WHERE status = 'running') FROM sg_run "
+        "WHERE status IN ('pending', 'running')");
+  });
+  return {static_cast<std::size_t>(std::stoull(std::string(r.get(0, 0)))),
+          static_cast<std::size_t>(std::stoull(std::string(r.get(0, 1))))};
+}
+
 bool PostgresRunQueue::busy(const std::string& thread_id) {
   const pg::Result r = db([&](pg::Connection& c) {
     return c.exec(

@@ -357,6 +357,13 @@ void LocalRunQueue::remove(const std::string& thread_id, const std::string& run_
   host_.records.remove(runs_namespace(thread_id), run_id);
 }
 
+RunQueue::Counts LocalRunQueue::counts() {
+  std::lock_guard lock(mu_);
+  Counts out;
+  for (const auto& [id, run] : active_) ++(run->running ? out.running : out.pending);
+  return out;
+}
+
 bool LocalRunQueue::busy(const std::string& thread_id) {
   std::lock_guard lock(mu_);
   const auto it = queues_.find(thread_id);

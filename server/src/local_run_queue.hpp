@@ -46,6 +46,7 @@ class LocalRunQueue final : public RunQueue {
                                      const std::string& action, bool wait) override;
   void remove(const std::string& thread_id, const std::string& run_id) override;
   [[nodiscard]] bool busy(const std::string& thread_id) override;
+  [[nodiscard]] Counts counts() override;
   void remove_thread(const std::string& thread_id) override;
   void close() override;
   void stop() override;

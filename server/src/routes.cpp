@@ -17,6 +17,7 @@ namespace {
 constexpr Route kRoutes[] = {
     {"ok", "GET"},
     {"info", "GET"},
+    {"metrics", "GET"},
     {"assistants", "POST"},
     {"assistants/search", "POST"},
     {"assistants/count", "POST"},
@@ -46,6 +47,7 @@ constexpr Route kRoutes[] = {
     {"threads/{}/runs/{}/join", "GET"},
     {"threads/{}/runs/{}/stream", "GET"},
     {"threads/{}/runs/{}/cancel", "POST"},
+    {"threads/{}/runs/{}/spans", "GET"},
     {"runs", "POST"},
     {"runs/stream", "POST"},
     {"runs/wait", "POST"},
@@ -84,7 +86,10 @@ std::span<const Route> routes() {
   return kRoutes;
 }
 
-std::string_view allowed_methods(const std::vector<std::string>& path) {
+namespace {
+
+/// The route that matches `path` (of several, the one with the fewest "{}"), or null.
+const Route* best_route(const std::vector<std::string>& path) {
   const Route* best = nullptr;
   int fewest = -1;
   for (const Route& route : routes()) {
@@ -94,7 +99,38 @@ std::string_view allowed_methods(const std::vector<std::string>& path) {
       fewest = count;
     }
   }
+  return best;
+}
+
+/// "/" and the route's pattern, for each route, in storage that lives as long as the program.
+const std::vector<std::string>& rooted_patterns() {
+  static const std::vector<std::string> patterns = [] {
+    std::vector<std::string> out;
+    for (const Route& route : routes()) out.push_back("/" + std::string(route.pattern));
+    return out;
+  }();
+  return patterns;
+}
+
+}  // namespace
+
+std::string_view allowed_methods(const std::vector<std::string>& path) {
+  const Route* best = best_route(path);
   return best == nullptr ? std::string_view() : best->methods;
+}
+
+std::string_view route_of(std::string_view target) {
+  std::string_view path = target.substr(0, target.find_first_of("?#"));
+  if (path == "/studio" || path.rfind("/studio/", 0) == 0) return "/studio";
+  std::vector<std::string> segments;
+  while (!path.empty()) {
+    const std::size_t slash = path.find('/');
+    if (slash != 0) segments.emplace_back(path.substr(0, slash));
+    path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+  }
+  const Route* best = best_route(segments);
+  if (best == nullptr) return "unmatched";
+  return rooted_patterns()[static_cast<std::size_t>(best - routes().data())];
 }
 
 bool method_allowed(std::string_view allow, std::string_view method) {

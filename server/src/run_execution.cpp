@@ -8,6 +8,7 @@
 // clang-format on
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/log.hpp>
 #include <stategraph/core/time.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -18,6 +19,7 @@
 #include "api.hpp"
 #include "run_events.hpp"
 #include "run_queue.hpp"
+#include "telemetry.hpp"
 #include "webhook.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
@@ -76,6 +78,14 @@ boost::asio::awaitable<void> RunManager::execute(std::shared_ptr<Run> run) {
     run->record["status"] = "running";
     run->started_at = iso_timestamp_now();
     run->record["updated_at"] = run->started_at;
+  }
+  run->began = std::chrono::steady_clock::now();
+  if (log_enabled(LogLevel::debug)) {
+    log(LogLevel::debug, "run started",
+        {{"run_id", run->run_id},
+         {"thread_id", run->thread_id},
+         {"graph_id", run->graph->graph_id},
+         {"attempt", run->attempt}});
   }
   const ServedGraph& graph = *run->graph->graph;
   const auto saver = graph.checkpointer();
@@ -177,7 +187,38 @@ void RunManager::conclude(const std::shared_ptr<Run>& run, std::string status, j
     }
     if (status != "error") status.clear();  // deleted
   }
+  log_run_end(*run, status, action, result);
+  api_.telemetry().run_ended(run->graph->graph_id, status,
+                             std::chrono::steady_clock::now() - run->began);
   queue_->finish(run, status, result);
+}
+
+void RunManager::log_run_end(const Run& run, std::string_view status, std::string_view action,
+                             const json& result) const {
+  const bool failed = status == "error";
+  if (!log_enabled(failed ? LogLevel::error : LogLevel::info)) return;
+  json fields = {{"run_id", run.run_id},
+                 {"thread_id", run.thread_id},
+                 {"graph_id", run.graph->graph_id},
+                 {"status", status.empty() ? std::string_view("deleted") : status},
+                 {"duration_ms", std::chrono::duration_cast<std::chrono::microseconds>(
+                                     std::chrono::steady_clock::now() - run.began)
+                                         .count() /
+                                     1000.0}};
+  std::string_view message = "run ended";
+  if (failed) {
+    message = "run failed";
+    if (const auto error = result.find("__error__"); error != result.end()) {
+      fields["error"] = error->value("message", std::string());
+      fields["error_type"] = error->value("error", std::string());
+    }
+  } else if (!action.empty()) {
+    message = "run cancelled";
+    fields["action"] = action;
+  } else if (status == "interrupted") {
+    message = "run interrupted";
+  }
+  log(failed ? LogLevel::error : LogLevel::info, message, fields);
 }
 
 }  // namespace sg::server

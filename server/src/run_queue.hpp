@@ -65,6 +65,7 @@ struct Run {
   std::string webhook;                // POSTed the run's end (webhook.hpp); empty: none
   std::chrono::steady_clock::time_point start_at{};  // after_seconds: not started before
   std::string started_at;                            // when it began executing (ISO 8601)
+  std::chrono::steady_clock::time_point began{};     // the same, for its duration
   bool running = false;  // LocalRunQueue's: it holds a slot (guarded by the queue's lock)
 
   mutable std::mutex mu;
@@ -206,6 +207,10 @@ class RunQueue {
   virtual ~RunQueue() = default;
   RunQueue(const RunQueue&) = delete;
   RunQueue& operator=(const RunQueue&) = delete;
+
+  /// Runs waiting to start and runs executing (a cluster's: on every process), for the metrics.
+  using Counts = RunCounts;
+  [[nodiscard]] virtual Counts counts() = 0;
 
   /// Queues a new run with its thread's multitask `strategy` (reject, interrupt, rollback,
   /// enqueue), marks its thread busy, and starts it when its thread and a slot are free. Throws

@@ -4,6 +4,7 @@
 // and steering runs goes to the queue too. Executing them is run_execution.cpp; they publish
 // their events to a RunChannel that SSE streams, waits and joins read.
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/log.hpp>
 #include <stategraph/core/thread_pool.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/core/uuid.hpp>
@@ -17,6 +18,7 @@
 #include <map>
 
 #include "api.hpp"
+#include "telemetry.hpp"
 #if SG_WITH_POSTGRES
 #include "cluster.hpp"
 #endif
@@ -183,6 +185,10 @@ std::shared_ptr<void> RunManager::lock_shared(const std::string& key) {
   return queue_->lock_shared(key);
 }
 
+RunCounts RunManager::counts() const {
+  return queue_->counts();
+}
+
 ThreadPool* RunManager::blocking_pool() const noexcept {
   return clustered_ ? runtime_->plain_nodes.get() : nullptr;
 }
@@ -191,10 +197,20 @@ ApiResponse RunManager::create(const std::string& thread_id, const ApiRequest& r
                                std::optional<RunFollow::Kind> kind, const Access& access) {
   const std::shared_ptr<Run> run =
       parse(thread_id, body_object(request), kind, access, request.user.get());
+  if (!request.traceparent.empty())
+    run->config.trace_parent = TraceContext::parse(request.traceparent);
   const json record = run->record;  // as created: its execution changes it from now on
   std::shared_ptr<void> listening;
   if (kind == RunFollow::Kind::stream) listening = run->channel->listen();  // before it starts
   queue_->create(run, record["multitask_strategy"].get<std::string>());
+  if (log_enabled(LogLevel::debug)) {  // its request's line says as much at info
+    log(LogLevel::debug, "run created",
+        {{"run_id", run->run_id},
+         {"thread_id", run->thread_id},
+         {"graph_id", run->graph->graph_id},
+         {"assistant_id", record.value("assistant_id", json())},
+         {"multitask_strategy", record["multitask_strategy"]}});
+  }
   return respond(run, record, kind, std::move(listening));
 }
 
@@ -253,6 +269,8 @@ std::shared_ptr<Run> RunManager::parse(const std::string& given_thread_id, const
   }
   config.cancellation = run->token;
   config.run_id = run->run_id;
+  config.run_name = graph.graph_id;
+  config.callbacks = api_.telemetry().run_callbacks();
 
   std::string thread_id = given_thread_id;
   const json graph_metadata = {{"graph_id", graph.graph_id},

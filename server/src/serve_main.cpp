@@ -11,6 +11,7 @@
 #include <stategraph/postgres/postgres_store.hpp>
 #endif
 #include <stategraph/server/auth.hpp>
+#include <stategraph/server/logging.hpp>
 #include <stategraph/server/serve_main.hpp>
 #include <stategraph/store/memory_store.hpp>
 #include <stategraph/store/rocksdb_store.hpp>
@@ -50,6 +51,10 @@ struct ServeArgs {
   double lease_seconds = 10;
   double shutdown_grace = 10;
   std::vector<std::string> cors_origins;
+  std::string log_level = "info";
+  std::string log_format = "text";
+  double slow_request = 1;
+  bool metrics_public = false;
 };
 
 /// Blocks SIGINT and SIGTERM in this thread and every thread started from it from now on;
@@ -169,7 +174,13 @@ void serve(const std::string& program, const ServeArgs& args,
   // Before any thread starts (RocksDB's, the server's): a stop signal then reaches sigwait.
   const sigset_t stop_signals = block_stop_signals();
   raise_open_file_limit();
+  start_logging({parse_log_level(args.log_level), parse_log_format(args.log_format)});
+  struct StopLogging {
+    ~StopLogging() { stop_logging(); }
+  } stop_logging_at_exit;
   ServerOptions options;
+  options.slow_request =
+      std::chrono::milliseconds(static_cast<std::int64_t>(args.slow_request * 1000));
   options.host = args.host;
   options.port = args.port;
   options.threads = args.threads;
@@ -190,6 +201,8 @@ void serve(const std::string& program, const ServeArgs& args,
       config && config->store_index ? std::optional(index_config(*config->store_index))
                                     : std::nullopt;
   options.api_key = api_key_from_environment();
+  if (args.metrics_public) options.public_paths.emplace_back("/metrics");
+  options.tracing = otlp_options_from_environment();
   std::string where = "in memory";
   const bool postgres =
       args.db.rfind("postgresql://", 0) == 0 || args.db.rfind("postgres://", 0) == 0;
@@ -330,11 +343,35 @@ void add_serve_options(CLI::App& command, std::function<void()>& action,
       ->envname("STATEGRAPH_SHUTDOWN_GRACE")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--log-level", args->log_level,
+                  "Log messages at this level and above to stderr: trace, debug, info (every "
+                  "request and run), warn, error or off")
+      ->envname("STATEGRAPH_LOG_LEVEL")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "off"},
+                            CLI::ignore_case))
+      ->capture_default_str();
+  cmd->add_option("--log-format", args->log_format,
+                  "text, or json: one object per line with the keys ts, level, msg and the "
+                  "message's fields")
+      ->envname("STATEGRAPH_LOG_FORMAT")
+      ->check(CLI::IsMember({"text", "json"}, CLI::ignore_case))
+      ->capture_default_str();
+  cmd->add_option("--slow-request", args->slow_request,
+                  "Seconds after which an answered request is logged as slow (warn)")
+      ->envname("STATEGRAPH_SLOW_REQUEST")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_flag("--metrics-public", args->metrics_public,
+                "Serve GET /metrics without the API key and authentication (for a scraper that "
+                "cannot send them; keep the port private)")
+      ->envname("STATEGRAPH_METRICS_PUBLIC");
   cmd->footer(
       "\nEnvironment: STATEGRAPH_API_KEY, when set, is required as the x-api-key header of "
       "every request but the public paths (GET /ok and /info); STATEGRAPH_API_KEY_FILE names a "
       "file holding it instead (its first line). Each option has a variable too: "
-      "--max-runs is STATEGRAPH_MAX_RUNS, and so on; options given win.\nEndpoints: "
+      "--max-runs is STATEGRAPH_MAX_RUNS, and so on; options given win. Traces go to an "
+      "OpenTelemetry collector when OTEL_EXPORTER_OTLP_ENDPOINT (or "
+      "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is set, with the other OTEL_* variables.\nEndpoints: "
       "docs/server.md. Serving your own graphs: docs/deploy.md.");
 
   cmd->callback([&action, args, cmd, register_graphs = std::move(register_graphs)] {

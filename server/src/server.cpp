@@ -3,6 +3,7 @@
 // api.cpp.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/log.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/auth.hpp>
 #include <stategraph/server/server.hpp>
@@ -39,6 +40,7 @@
 #include "api.hpp"
 #include "io_threads.hpp"
 #include "run_queue.hpp"
+#include "telemetry.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
@@ -109,6 +111,70 @@ std::string system_assistant_id(const std::string& graph_id) {
       boost::uuids::string_generator()("6ba7b821-9dad-11d1-80b4-00c04fd430c8");
   return boost::uuids::to_string(boost::uuids::name_generator_sha1(kGraphNamespace)(graph_id));
 }
+
+/// What the log says of one request: its method, route, status, duration and the thread and
+/// run it names (in its path, or in the Content-Location of a run it created).
+class RequestLog {
+ public:
+  RequestLog(const http::request<http::string_body>& req, const server::ApiResponse& response)
+      : status_(response.status),
+        streamed_(response.follow != nullptr),
+        method_(req.method_string().data(), req.method_string().size()),
+        target_(req.target().data(), req.target().size()) {
+    for (const auto& [name, value] : response.headers) {
+      if (name == "Content-Location") location_ = value;
+    }
+  }
+
+  /// Counts the request, answered now, in `telemetry` and logs it: info, or warn when it took
+  /// `slow` or longer and its response was not a stream (a stream lasts as long as its run).
+  void finish(std::chrono::steady_clock::time_point began, std::chrono::milliseconds slow,
+              server::ServerTelemetry& telemetry) const {
+    const auto took = std::chrono::steady_clock::now() - began;
+    const std::string_view route = server::route_of(target_);
+    telemetry.request(method_, route, status_, took);
+    const bool is_slow = !streamed_ && took >= slow;
+    const LogLevel level = is_slow ? LogLevel::warn : LogLevel::info;
+    if (!log_enabled(level)) return;
+    nlohmann::json fields = {
+        {"method", method_},
+        {"route", route},
+        {"path", target_.substr(0, target_.find('?'))},
+        {"status", status_},
+        {"duration_ms",
+         std::chrono::duration_cast<std::chrono::microseconds>(took).count() / 1000.0}};
+    add_ids(fields, target_);
+    if (!location_.empty()) add_ids(fields, location_);
+    log(level, is_slow ? "slow request" : "request", fields);
+  }
+
+ private:
+  /// The thread and run ids of a path "/threads/T/runs/R..." or "/runs/R".
+  static void add_ids(nlohmann::json& fields, std::string_view path) {
+    path = path.substr(0, path.find('?'));
+    std::string_view previous;
+    while (!path.empty()) {
+      const std::size_t slash = path.find('/');
+      const std::string_view segment = path.substr(0, slash);
+      if (!segment.empty()) {
+        if (previous == "threads" && !fields.contains("thread_id") && segment != "search" &&
+            segment != "count" && segment != "prune")
+          fields["thread_id"] = segment;
+        if (previous == "runs" && !fields.contains("run_id") && segment != "stream" &&
+            segment != "wait" && segment != "crons" && segment != "cancel")
+          fields["run_id"] = segment;
+        previous = segment;
+      }
+      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
+    }
+  }
+
+  unsigned status_;
+  bool streamed_;
+  std::string method_{};
+  std::string target_{};
+  std::string location_{};
+};
 
 struct Server::Impl {
   ServerOptions options;
@@ -262,6 +328,9 @@ struct Server::Impl {
     }
     if (const auto id = req.find("last-event-id"); id != req.end()) {
       request.last_event_id.assign(id->value().data(), id->value().size());
+    }
+    if (const auto parent = req.find("traceparent"); parent != req.end()) {
+      request.traceparent.assign(parent->value().data(), parent->value().size());
     }
     return api->handle(request);
   }
@@ -495,6 +564,7 @@ struct Server::Impl {
       const http::request<http::string_body>& req = parser.get();
       const bool keep_alive = req.keep_alive();
       const unsigned version = req.version();
+      const auto began = std::chrono::steady_clock::now();
       server::ApiResponse response;
       if (ThreadPool* blocking = api->blocking_pool()) {
         // Its database round trips hold a thread of the pool, not this io thread.
@@ -502,14 +572,17 @@ struct Server::Impl {
       } else {
         response = respond(req);
       }
+      RequestLog done(req, response);
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
+        done.finish(began, options.slow_request, api->telemetry());
         if (!usable) break;
         continue;
       }
       auto res = to_http(std::move(response), version, keep_alive);
       stream.expires_after(options.idle_timeout);
       co_await http::async_write(stream, res, net::redirect_error(net::use_awaitable, ec));
+      done.finish(began, options.slow_request, api->telemetry());
       if (ec || !keep_alive) break;
     }
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
@@ -618,11 +691,15 @@ void Server::start() {
   std::vector<server::GraphEntry> bound = impl_->graphs;
   try {
     for (auto& entry : bound) entry.graph = entry.graph->bind(options.checkpointer, options.store);
+    auto telemetry = std::make_shared<server::ServerTelemetry>(options);
+    telemetry->add_gauge(
+        "stategraph_open_connections", "HTTP connections open now",
+        [impl = impl_.get()] { return static_cast<double>(impl->connections.load()); });
     impl_->api = std::make_unique<server::Api>(
         std::move(bound), options.records, options.store,
         server::RunLimits{options.max_runs, options.sync_node_workers, impl_->ios->executors()},
         options.cluster.conninfo.empty() ? nullptr : &options.cluster, options.thread_ttl,
-        options.auth);
+        options.auth, std::move(telemetry));
   } catch (...) {
     acceptor.close();
     throw;
@@ -651,6 +728,7 @@ void Server::stop() {
   impl_->ios->stop();
   boost::system::error_code ec;
   impl_->acceptor->close(ec);
+  impl_->api->telemetry().flush();  // the spans of the last runs
   impl_->api.reset();
   impl_->running = false;
 }

@@ -10,6 +10,7 @@
 
 #include "api.hpp"
 #include "crons.hpp"
+#include "telemetry.hpp"
 
 namespace sg::server {
 
@@ -306,6 +307,14 @@ ApiResponse Api::route_threads(const ApiRequest& request) const {
         check("read");
         return runs.join(p[1], p[3], request,
                          p[4] == "join" ? RunFollow::Kind::result : RunFollow::Kind::stream);
+      }
+      if (p.size() == 5 && p[4] == "spans" && m == "GET") {
+        // The studio's timeline: the spans of a recent run of this server (not in the API of
+        // LangGraph's server).
+        check("read");
+        ApiResponse found = runs.get(p[1], p[3]);
+        if (found.status != 200) return found;
+        return json_response(telemetry_->recent().spans(p[3]));
       }
       if (p.size() == 5 && p[4] == "cancel" && m == "POST") {
         check("update");

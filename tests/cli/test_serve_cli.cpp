@@ -20,6 +20,7 @@
 #include <fstream>
 #include <regex>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "support/http_client.hpp"
@@ -346,11 +347,12 @@ TEST_CASE("stategraph serve: STATEGRAPH_API_KEY is required, a public address ne
   CHECK(unknown.err.find("no built-in graph 'nope'") != std::string::npos);
 }
 
-TEST_CASE("stategraph serve: no secret in its output, answers, errors or database") {
+TEST_CASE("stategraph serve: no secret in its output, logs, answers, errors or database") {
   // Issue 18's security review: the server's API key (STATEGRAPH_API_KEY) and the model's
   // (OPENAI_API_KEY) are used (the model server sees its key) but never written anywhere a user
-  // or an attacker reads: the process's output, any response (401s, errors, failed runs, state,
-  // history, runs, /info), or the bytes of the RocksDB database.
+  // or an attacker reads: the process's output and its log at the most detailed level (every
+  // request, run, retry and model error), any response (401s, errors, failed runs, state,
+  // history, runs, /info, /metrics), or the bytes of the RocksDB database.
   const std::string server_key = "srv-key-5f1c0e9b7d2a";
   const std::string model_key = "sk-model-key-8e4b2a6c9d1f";
   sg::testing::LoopbackOpenAI model;
@@ -366,7 +368,7 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
   std::string seen;  // every answer's status line, headers and body
   std::string output;
   {
-    ServeProcess serve({"--db", dir.sub("db")});
+    ServeProcess serve({"--db", dir.sub("db"), "--log-level", "trace"});
     unsetenv("STATEGRAPH_API_KEY");
     unsetenv("OPENAI_BASE_URL");
     unsetenv("OPENAI_API_KEY");
@@ -395,6 +397,7 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
     (void)record(serve.post("/threads/" + thread_id + "/history", {{"limit", 100}}, key));
     (void)record(serve.get(runs, key));
     (void)record(serve.get("/info", key));
+    (void)record(serve.get("/metrics", key));
     (void)record(serve.post(runs, {{"assistant_id", "nope"}}, key));
     (void)record(serve.post(runs + "/stream",
                             {{"assistant_id", "react_agent"}, {"input", human("stream")}}, key));
@@ -402,6 +405,13 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
     CHECK(serve.process().wait() == 0);
     output = serve.process().out() + serve.process().err();
   }
+  // The log was written, with what could have leaked: the requests (with their keys), the
+  // model's retries and error.
+  CHECK(output.find(" info request ") != std::string::npos);
+  CHECK(output.find(" route=/assistants/{} status=401") != std::string::npos);
+  CHECK(output.find(" warning model request retried ") != std::string::npos);
+  CHECK(output.find(" warning model call failed ") != std::string::npos);
+  CHECK(output.find(" error run failed ") != std::string::npos);
   // The keys were in use: the model server got its key, and requests with the server's key
   // went through.
   REQUIRE(!model.requests().empty());
@@ -418,6 +428,69 @@ TEST_CASE("stategraph serve: no secret in its output, answers, errors or databas
       CHECK_MESSAGE(bytes.find(secret) == std::string::npos, file.path().string());
     }
   }
+}
+
+TEST_CASE("stategraph serve --log-format json: one object per line, requests and runs") {
+  sg::testing::LoopbackOpenAI model;
+  model.push(sg::testing::LoopbackReply::error(400, "no such model"));
+  const std::string model_server_url = model.base_url();
+  setenv("OPENAI_BASE_URL", model_server_url.c_str(), 1);
+  std::string err;
+  std::string thread_id;
+  {
+    ServeProcess serve({"--in-memory", "--log-format", "json"});
+    unsetenv("OPENAI_BASE_URL");
+    thread_id = json::parse(serve.post("/threads", json::object()).body)["thread_id"];
+    const auto ok = serve.post("/threads/" + thread_id + "/runs/wait",
+                               {{"assistant_id", "agent"}, {"input", human("hi")}});
+    CHECK(ok.status == 200);
+    const auto failed = serve.post("/threads/" + thread_id + "/runs/wait",
+                                   {{"assistant_id", "react_agent"}, {"input", human("hi")}});
+    CHECK(json::parse(failed.body).contains("__error__"));
+    serve.process().signal(SIGTERM);
+    CHECK(serve.process().wait() == 0);
+    err = serve.process().err();
+  }
+  std::istringstream lines(err);
+  std::vector<json> records;
+  for (std::string line; std::getline(lines, line);) {
+    CAPTURE(line);
+    const json record = json::parse(line, nullptr, false);
+    REQUIRE_FALSE(record.is_discarded());
+    REQUIRE(record.is_object());
+    CHECK(record["ts"].get<std::string>().size() == 24);  // 2026-11-28T21:40:00.123Z
+    CHECK(record["ts"].get<std::string>().back() == 'Z');
+    CHECK(record.contains("level"));
+    CHECK(record.contains("msg"));
+    records.push_back(record);
+  }
+  const auto find = [&](const std::string& msg, const std::string& graph) {
+    for (const auto& r : records)
+      if (r["msg"] == msg && r.value("graph_id", "") == graph) return r;
+    return json();
+  };
+  const json ended = find("run ended", "agent");
+  REQUIRE(ended.is_object());
+  CHECK(ended["level"] == "info");
+  CHECK(ended["status"] == "success");
+  CHECK(ended["thread_id"] == thread_id);
+  CHECK(ended["duration_ms"].is_number());
+  const json failed = find("run failed", "react_agent");
+  REQUIRE(failed.is_object());
+  CHECK(failed["level"] == "error");
+  CHECK(failed["error"].get<std::string>().find("no such model") != std::string::npos);
+  const json chat_model = find("chat model", "");  // default_chat_model's, a log line too
+  REQUIRE(chat_model.is_object());
+  CHECK(chat_model["base_url"] == model_server_url);
+  bool request_logged = false;
+  for (const auto& r : records) {
+    if (r["msg"] == "request" && r["route"] == "/threads/{}/runs/wait") {
+      request_logged = true;
+      CHECK(r["method"] == "POST");
+      CHECK(r["thread_id"] == thread_id);
+    }
+  }
+  CHECK(request_logged);
 }
 
 namespace {

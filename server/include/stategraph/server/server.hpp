@@ -16,6 +16,7 @@
 #include <stategraph/core/checkpointer.hpp>
 #include <stategraph/server/served_graph.hpp>
 #include <stategraph/store/store.hpp>
+#include <stategraph/telemetry/otlp.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -111,6 +112,15 @@ struct ServerOptions {
   std::size_t max_connections = 10000;
   /// A connection that sends nothing for this long is closed.
   std::chrono::milliseconds idle_timeout{std::chrono::seconds(60)};
+  /// Requests answered in this long or longer are logged as slow (sg::log, warn); streamed
+  /// responses, which last as long as their run, apart. Every request is logged at info.
+  std::chrono::milliseconds slow_request{std::chrono::seconds(1)};
+  /// Sends every run's spans to an OpenTelemetry collector (OTLP/HTTP); none: no traces.
+  /// `stategraph serve` takes it from the OTEL_* variables (otlp_options_from_environment).
+  std::optional<OtlpOptions> tracing{};
+  /// More callbacks every run reports to, after the server's own (metrics, the studio's
+  /// timeline, tracing).
+  CallbackList callbacks{};
   /// Threads serving the connections, each with its own io_context: a connection stays on one
   /// thread, and so do the runs its requests start.
   int threads = 1;
