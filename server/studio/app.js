@@ -5,6 +5,7 @@ import { appendChunk, appendHuman, renderMessages } from "./chat.js";
 import { el } from "./dom.js";
 import { initHistory, loadHistory } from "./history.js";
 import { initStore, loadNamespaces } from "./store.js";
+import { renderTimeline } from "./timeline.js";
 
 const $ = (id) => document.getElementById(id);
 
@@ -297,7 +298,18 @@ async function runOnThread(body) {
     ui.runStatus.textContent = "No run";
     if (state.thread === threadId) await openThread(threadId);
     await loadThreads();
+    if (run.id && state.thread === threadId) await showTimeline(threadId, run.id);
   }
+}
+
+/** The timeline of run `runId` of `threadId`, under the graph. */
+async function showTimeline(threadId, runId) {
+  const spans = await call(
+    "GET",
+    `/threads/${encodeURIComponent(threadId)}/runs/${encodeURIComponent(runId)}/spans`,
+  );
+  renderTimeline($("spans"), spans);
+  $("run-timeline").hidden = spans.length === 0;
 }
 
 function showThreadBusy() {

@@ -131,6 +131,26 @@ test("a new thread: send a message, see the reply streamed and the running node 
   // The thread list has it, idle.
   const item = page.locator(`.thread-item[data-thread-id="${threadId}"]`);
   await item.locator(".badge", { hasText: "idle" }).waitFor();
+  // The run's timeline: the run, its three node tasks, two model calls, the tool call and the
+  // checkpoint writes, nested under their parents, each with its duration.
+  await page.locator("#run-timeline").waitFor();
+  const rows = await page.locator("#spans .span").evaluateAll((items) =>
+    items.map((li) => ({
+      kind: li.dataset.kind,
+      label: li.querySelector(".span-label").textContent,
+      depth: Number(li.style.getPropertyValue("--depth")),
+      ms: li.querySelector(".span-time").textContent,
+    })),
+  );
+  const of = (kind) => rows.filter((r) => r.kind === kind);
+  assert.deepEqual(of("run").map((r) => [r.label, r.depth]), [["react_agent", 0]]);
+  assert.deepEqual(of("node").map((r) => r.label), ["agent", "tools", "agent"]);
+  assert.ok(of("node").every((r) => r.depth === 1), JSON.stringify(rows));
+  assert.equal(of("model").length, 2);
+  assert.ok(of("model").every((r) => r.depth === 2), JSON.stringify(rows));
+  assert.deepEqual(of("tool").map((r) => [r.label, r.depth]), [["multiply", 2]]);
+  assert.ok(of("checkpoint").length >= 1);
+  assert.ok(rows.every((r) => / ms$/.test(r.ms)), JSON.stringify(rows));
   await shot("studio-chat");
   assert.deepEqual(problems, []);
 });
