@@ -1,9 +1,14 @@
 // SPDX-License-Identifier: MIT
 #include "bench_common.hpp"
 
+#include <stategraph/telemetry/metrics.hpp>
+#include <stategraph/telemetry/otlp.hpp>
+
 #include <array>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <stdexcept>
 
 namespace bench {
 namespace {
@@ -177,6 +182,36 @@ std::string fresh_dir(const std::string& name) {
   const auto dir = std::filesystem::temp_directory_path() / ("stategraph-bench-" + name);
   std::filesystem::remove_all(dir);
   return dir.string();
+}
+
+}  // namespace bench
+
+namespace bench {
+
+std::string trace_mode() {
+  const char* mode = std::getenv("SG_BENCH_TRACE");
+  return mode == nullptr || *mode == '\0' ? std::string("none") : std::string(mode);
+}
+
+const sg::CallbackList& trace_callbacks() {
+  static const sg::CallbackList callbacks = []() -> sg::CallbackList {
+    const std::string mode = trace_mode();
+    if (mode == "none") return {};
+    if (mode == "noop") return {std::make_shared<sg::Callbacks>()};
+    if (mode == "metrics") {
+      static sg::MetricsRegistry registry;
+      return {std::make_shared<sg::RunMetrics>(registry)};
+    }
+    if (mode == "otlp") {
+      auto options = sg::otlp_options_from_environment();
+      if (!options)
+        throw std::runtime_error("SG_BENCH_TRACE=otlp needs OTEL_EXPORTER_OTLP_ENDPOINT");
+      options->sampler = sg::OtlpSampler::always_on;
+      return {std::make_shared<sg::OtlpTracer>(*options)};
+    }
+    throw std::runtime_error("SG_BENCH_TRACE: '" + mode + "' is not none, noop, metrics or otlp");
+  }();
+  return callbacks;
 }
 
 }  // namespace bench

@@ -5,6 +5,7 @@
 // workloads (shared/anchors/langgraphjs/WORKLOADS.md), timing, and the JSON fields bench.mjs
 // reports.
 
+#include <stategraph/core/callbacks.hpp>
 #include <stategraph/core/message.hpp>
 
 #include <nlohmann/json.hpp>
@@ -83,5 +84,13 @@ std::string messages_digest(const std::vector<sg::Message>& messages);
 
 /// A directory for storage under the system temp dir, removed first.
 std::string fresh_dir(const std::string& name);
+
+/// The callbacks the executor scenarios (chain, seq3, fanout, loop, summarize_trim) give their
+/// runs, from $SG_BENCH_TRACE: unset or "" none (the default); "noop" a Callbacks that does
+/// nothing (the hook points' cost); "metrics" sg::RunMetrics; "otlp" an sg::OtlpTracer
+/// configured by the OTEL_* variables (all spans sampled). The report's "trace" field names it.
+const sg::CallbackList& trace_callbacks();
+/// The name of the mode above ("none" when unset).
+std::string trace_mode();
 
 }  // namespace bench

@@ -178,6 +178,7 @@ Json run_loop(const std::string& variant) {
     auto warm = Saver::make(variant, "loop_warmup");
     sg::RunConfig config;
     config.thread_id = "warmup";
+    config.callbacks = bench::trace_callbacks();
     config.recursion_limit = 100000;
     config.durability = warm.durability();
     (void)loop_graph(warm.saver, 100, nullptr).invoke(loop_input(), config);
@@ -188,6 +189,7 @@ Json run_loop(const std::string& variant) {
   const auto app = loop_graph(saver.saver, kSteps, &entries);
   sg::RunConfig config;
   config.thread_id = "loop-1";
+  config.callbacks = bench::trace_callbacks();
   config.recursion_limit = 100000;
   config.durability = saver.durability();
   const double l0 = bench::load1();
@@ -281,6 +283,7 @@ Json run_summarize(const std::string& variant) {
     const auto app = summarize_graph(warm.saver);
     sg::RunConfig config;
     config.thread_id = "warmup";
+    config.callbacks = bench::trace_callbacks();
     config.durability = warm.durability();
     for (int t = 0; t < 50; ++t) (void)app.invoke(turn_input(t), config);
   }
@@ -288,6 +291,7 @@ Json run_summarize(const std::string& variant) {
   const auto app = summarize_graph(saver.saver);
   sg::RunConfig config;
   config.thread_id = "sum-1";
+  config.callbacks = bench::trace_callbacks();
   config.durability = saver.durability();
   std::vector<double> turn_ms;
   const double l0 = bench::load1();

@@ -39,12 +39,14 @@ sg::CompiledGraph<X> line(int nodes, const char* prefix) {
 /// bench.mjs's chain unit.
 Json run_line(int nodes, int warmup, int invocations, const char* prefix) {
   const auto app = line(nodes, prefix);
-  for (int i = 0; i < warmup; ++i) (void)app.invoke(sg::set<&X::x>(0));
+  sg::RunConfig config;
+  config.callbacks = bench::trace_callbacks();
+  for (int i = 0; i < warmup; ++i) (void)app.invoke(sg::set<&X::x>(0), config);
   int last = 0;
   const double l0 = bench::load1();
   const double c0 = bench::cpu_seconds();
   const auto t0 = bench::Clock::now();
-  for (int i = 0; i < invocations; ++i) last = app.invoke(sg::set<&X::x>(i)).state.x;
+  for (int i = 0; i < invocations; ++i) last = app.invoke(sg::set<&X::x>(i), config).state.x;
   const double wall = bench::seconds_since(t0);
   const double cpu = bench::cpu_seconds() - c0;
   const int expect = invocations - 1 + nodes;
@@ -62,6 +64,7 @@ Json run_line(int nodes, int warmup, int invocations, const char* prefix) {
   out["per_node_us"] = bench::round_to(wall * 1e6 / executions, 4);
   out["warmup_invocations"] = warmup;
   out["final_x"] = last;
+  out["trace"] = bench::trace_mode();
   out["peak_rss_mb"] = bench::peak_rss_mb();
   return out;
 }
@@ -90,12 +93,14 @@ const bench::Register fanout("fanout", [] {
   g.add_edge("join", sg::END);
   const auto app = g.compile();
   auto input = [] { return sg::set<&Fan::items>(std::vector<std::string>{}); };
-  for (int i = 0; i < kWarmup; ++i) (void)app.invoke(input());
+  sg::RunConfig config;
+  config.callbacks = bench::trace_callbacks();
+  for (int i = 0; i < kWarmup; ++i) (void)app.invoke(input(), config);
   Fan last;
   const double l0 = bench::load1();
   const double c0 = bench::cpu_seconds();
   const auto t0 = bench::Clock::now();
-  for (int i = 0; i < kInvocations; ++i) last = app.invoke(input()).state;
+  for (int i = 0; i < kInvocations; ++i) last = app.invoke(input(), config).state;
   const double wall = bench::seconds_since(t0);
   const double cpu = bench::cpu_seconds() - c0;
   if (last.items.size() != kWidth || last.count != kWidth || last.items.front() != "p0" ||
