@@ -59,6 +59,36 @@ thread_local std::uint64_t checkpoint_bytes = 0;
 
 }  // namespace
 
+std::string_view to_string(SpanKind kind) noexcept {
+  switch (kind) {
+    case SpanKind::run:
+      return "run";
+    case SpanKind::node:
+      return "node";
+    case SpanKind::model:
+      return "model";
+    case SpanKind::tool:
+      return "tool";
+    case SpanKind::checkpoint:
+      return "checkpoint";
+  }
+  return "run";
+}
+
+std::string_view to_string(SpanStatus status) noexcept {
+  switch (status) {
+    case SpanStatus::ok:
+      return "ok";
+    case SpanStatus::error:
+      return "error";
+    case SpanStatus::interrupted:
+      return "interrupted";
+    case SpanStatus::cancelled:
+      return "cancelled";
+  }
+  return "error";
+}
+
 bool TraceContext::valid() const noexcept {
   return trace_id != std::array<std::uint8_t, 16>{} && span_id != std::array<std::uint8_t, 8>{};
 }

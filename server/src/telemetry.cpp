@@ -11,42 +11,12 @@ std::int64_t micros_of(std::chrono::system_clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
 }
 
-std::string_view kind_name(SpanKind kind) {
-  switch (kind) {
-    case SpanKind::run:
-      return "run";
-    case SpanKind::node:
-      return "node";
-    case SpanKind::model:
-      return "model";
-    case SpanKind::tool:
-      return "tool";
-    case SpanKind::checkpoint:
-      return "checkpoint";
-  }
-  return "run";
-}
-
-std::string_view status_name(SpanStatus status) {
-  switch (status) {
-    case SpanStatus::ok:
-      return "ok";
-    case SpanStatus::error:
-      return "error";
-    case SpanStatus::interrupted:
-      return "interrupted";
-    case SpanStatus::cancelled:
-      return "cancelled";
-  }
-  return "ok";
-}
-
 /// The span as the timeline shows it.
 nlohmann::json span_json(const Span& s) {
   TraceContext parent = s.context;
   parent.span_id = s.parent_span_id;
   nlohmann::json out = {
-      {"kind", kind_name(s.kind)},
+      {"kind", to_string(s.kind)},
       {"name", s.name},
       {"trace_id", s.context.trace_id_hex()},
       {"span_id", s.context.span_id_hex()},
@@ -58,7 +28,7 @@ nlohmann::json span_json(const Span& s) {
        static_cast<double>(
            std::chrono::duration_cast<std::chrono::microseconds>(s.duration()).count()) /
            1000.0},
-      {"status", status_name(s.status)}};
+      {"status", to_string(s.status)}};
   if (!s.error.empty()) out["error"] = s.error;
   if (!s.node.empty()) out["node"] = s.node;
   if (s.step >= 0) out["step"] = s.step;

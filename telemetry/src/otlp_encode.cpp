@@ -404,7 +404,7 @@ void append_otlp_span(std::string& out, const OtlpSpanRecord& span) {
     } else if (span.status != SpanStatus::ok) {
       // Interrupted or cancelled: neither a success nor an error; the status stays unset, the
       // attribute says why.
-      a.str("stategraph.status", span_outcome(span.status));
+      a.str("stategraph.status", to_string(span.status));
     }
   }
   out += R"(],"endTimeUnixNano":")"sv;

@@ -73,7 +73,7 @@ void RunMetrics::on_node_end(const Span& node) {
 }
 
 void RunMetrics::on_model_end(const Span& model) {
-  model_requests_.with({model.name, std::string(detail::span_outcome(model.status))}).inc();
+  model_requests_.with({model.name, std::string(to_string(model.status))}).inc();
   model_duration_.with({model.name}).observe(seconds_of(model));
   const std::int64_t input = detail::span_tokens(model, model.input_tokens, "input_tokens");
   const std::int64_t output = detail::span_tokens(model, model.output_tokens, "output_tokens");
@@ -82,7 +82,7 @@ void RunMetrics::on_model_end(const Span& model) {
 }
 
 void RunMetrics::on_tool_end(const Span& tool) {
-  tool_calls_.with({tool.name, std::string(detail::span_outcome(tool.status))}).inc();
+  tool_calls_.with({tool.name, std::string(to_string(tool.status))}).inc();
   tool_duration_.with({tool.name}).observe(seconds_of(tool));
 }
 

@@ -19,21 +19,6 @@
 
 namespace sg::detail {
 
-/// "ok", "error", "interrupted" or "cancelled".
-[[nodiscard]] inline std::string_view span_outcome(SpanStatus status) noexcept {
-  switch (status) {
-    case SpanStatus::ok:
-      return "ok";
-    case SpanStatus::error:
-      return "error";
-    case SpanStatus::interrupted:
-      return "interrupted";
-    case SpanStatus::cancelled:
-      return "cancelled";
-  }
-  return "error";
-}
-
 /// A token count of a model span: the span's own when reported (>= 0), else the reply's
 /// usage_metadata[`key`] ("input_tokens" or "output_tokens"); -1 when neither has it.
 [[nodiscard]] inline std::int64_t span_tokens(const Span& span, std::int64_t own, const char* key) {

@@ -60,6 +60,11 @@ enum class SpanKind : std::uint8_t { run, node, model, tool, checkpoint };
 /// How a span ended: ok, or the reason it did not.
 enum class SpanStatus : std::uint8_t { ok, error, interrupted, cancelled };
 
+/// "run", "node", "model", "tool" or "checkpoint".
+[[nodiscard]] std::string_view to_string(SpanKind kind) noexcept;
+/// "ok", "error", "interrupted" or "cancelled".
+[[nodiscard]] std::string_view to_string(SpanStatus status) noexcept;
+
 /// One operation of a run, as callbacks see it. The start events carry the ids, the name and
 /// the start time; the end events add the end time, the status and what the operation
 /// produced. The pointers are valid during the callback only.
