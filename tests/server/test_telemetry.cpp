@@ -50,6 +50,13 @@ std::shared_ptr<const sg::ServedGraph> telemetry_agent(const std::string& base_u
       agent));
 }
 
+/// Server options that send the runs' spans to `collector` in batches of 20 ms.
+sg::ServerOptions traced_to(const sg::testing::LoopbackOtlp& collector) {
+  sg::ServerOptions options;
+  options.tracing = sg::OtlpOptions{.endpoint = collector.traces_url(), .schedule_delay = 20ms};
+  return options;
+}
+
 /// The libraries' log records while alive.
 class CapturedLog {
  public:
@@ -123,9 +130,7 @@ TEST_CASE("server telemetry: a ReAct run's spans continue the client's trace, wi
   sg::testing::LoopbackOpenAI model({.call_tool = "add", .tool_args = {{"a", 2}, {"b", 3}}});
   sg::testing::LoopbackOtlp collector;
   CapturedLog logs;
-  sg::ServerOptions options;
-  options.tracing = sg::OtlpOptions{.endpoint = collector.traces_url(), .schedule_delay = 20ms};
-  sg::test::Served s(options, {{"react", telemetry_agent(model.base_url())}});
+  sg::test::Served s(traced_to(collector), {{"react", telemetry_agent(model.base_url())}});
   const std::string thread = s.new_thread();
   const std::string client_trace = "4bf92f3577b34da6a3ce929d0e0e4736";
   const std::string client_span = "00f067aa0ba902b7";
@@ -232,9 +237,7 @@ TEST_CASE("server telemetry: a run whose model fails has error spans, an error l
   model.push(sg::testing::LoopbackReply::error(500, "the model is down"));
   sg::testing::LoopbackOtlp collector;
   CapturedLog logs;
-  sg::ServerOptions options;
-  options.tracing = sg::OtlpOptions{.endpoint = collector.traces_url(), .schedule_delay = 20ms};
-  sg::test::Served s(options, {{"react", telemetry_agent(model.base_url())}});
+  sg::test::Served s(traced_to(collector), {{"react", telemetry_agent(model.base_url())}});
   const std::string thread = s.new_thread();
   const json result =
       s.post_json("/threads/" + thread + "/runs/wait",
