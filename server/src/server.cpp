@@ -3,7 +3,6 @@
 // api.cpp.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/core/error.hpp>
-#include <stategraph/core/log.hpp>
 #include <stategraph/core/time.hpp>
 #include <stategraph/server/auth.hpp>
 #include <stategraph/server/server.hpp>
@@ -32,13 +31,14 @@
 #include <atomic>
 #include <limits>
 #include <optional>
-#include <regex>
 #include <string_view>
 #include <thread>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 #include "api.hpp"
+#include "cors.hpp"
 #include "io_threads.hpp"
+#include "request_log.hpp"
 #include "run_queue.hpp"
 #include "telemetry.hpp"
 
@@ -71,26 +71,6 @@ bool same_secret(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
-/// Whether `origin` ("http://localhost:3000") names a loopback host: localhost, 127.0.0.1 or
-/// [::1], over http or https, on any port.
-bool loopback_origin(std::string_view origin) {
-  for (const std::string_view scheme : {"http://", "https://"}) {
-    if (!origin.starts_with(scheme)) continue;
-    std::string_view host = origin.substr(scheme.size());
-    if (host.starts_with("[::1]")) return host.size() == 5 || host[5] == ':';
-    host = host.substr(0, host.find(':'));
-    return host == "localhost" || host == "127.0.0.1";
-  }
-  return false;
-}
-
-/// A header's value, empty when absent.
-std::string_view header(const http::request<http::string_body>& req, http::field field) {
-  const auto it = req.find(field);
-  return it == req.end() ? std::string_view()
-                         : std::string_view(it->value().data(), it->value().size());
-}
-
 bool is_loopback(const std::string& host) {
   boost::system::error_code ec;
   const auto address = net::ip::make_address(host, ec);
@@ -112,70 +92,6 @@ std::string system_assistant_id(const std::string& graph_id) {
   return boost::uuids::to_string(boost::uuids::name_generator_sha1(kGraphNamespace)(graph_id));
 }
 
-/// What the log says of one request: its method, route, status, duration and the thread and
-/// run it names (in its path, or in the Content-Location of a run it created).
-class RequestLog {
- public:
-  RequestLog(const http::request<http::string_body>& req, const server::ApiResponse& response)
-      : status_(response.status),
-        streamed_(response.follow != nullptr),
-        method_(req.method_string().data(), req.method_string().size()),
-        target_(req.target().data(), req.target().size()) {
-    for (const auto& [name, value] : response.headers) {
-      if (name == "Content-Location") location_ = value;
-    }
-  }
-
-  /// Counts the request, answered now, in `telemetry` and logs it: info, or warn when it took
-  /// `slow` or longer and its response was not a stream (a stream lasts as long as its run).
-  void finish(std::chrono::steady_clock::time_point began, std::chrono::milliseconds slow,
-              server::ServerTelemetry& telemetry) const {
-    const auto took = std::chrono::steady_clock::now() - began;
-    const std::string_view route = server::route_of(target_);
-    telemetry.request(method_, route, status_, took);
-    const bool is_slow = !streamed_ && took >= slow;
-    const LogLevel level = is_slow ? LogLevel::warn : LogLevel::info;
-    if (!log_enabled(level)) return;
-    nlohmann::json fields = {
-        {"method", method_},
-        {"route", route},
-        {"path", target_.substr(0, target_.find('?'))},
-        {"status", status_},
-        {"duration_ms",
-         std::chrono::duration_cast<std::chrono::microseconds>(took).count() / 1000.0}};
-    add_ids(fields, target_);
-    if (!location_.empty()) add_ids(fields, location_);
-    log(level, is_slow ? "slow request" : "request", fields);
-  }
-
- private:
-  /// The thread and run ids of a path "/threads/T/runs/R..." or "/runs/R".
-  static void add_ids(nlohmann::json& fields, std::string_view path) {
-    path = path.substr(0, path.find('?'));
-    std::string_view previous;
-    while (!path.empty()) {
-      const std::size_t slash = path.find('/');
-      const std::string_view segment = path.substr(0, slash);
-      if (!segment.empty()) {
-        if (previous == "threads" && !fields.contains("thread_id") && segment != "search" &&
-            segment != "count" && segment != "prune")
-          fields["thread_id"] = segment;
-        if (previous == "runs" && !fields.contains("run_id") && segment != "stream" &&
-            segment != "wait" && segment != "crons" && segment != "cancel")
-          fields["run_id"] = segment;
-        previous = segment;
-      }
-      path = slash == std::string_view::npos ? std::string_view() : path.substr(slash + 1);
-    }
-  }
-
-  unsigned status_;
-  bool streamed_;
-  std::string method_{};
-  std::string target_{};
-  std::string location_{};
-};
-
 struct Server::Impl {
   ServerOptions options;
   std::vector<server::GraphEntry> graphs;
@@ -196,78 +112,18 @@ struct Server::Impl {
     ~Counted() { count.fetch_sub(1, std::memory_order_relaxed); }
   };
   bool running = false;
-  std::optional<std::regex> origin_regex;  // CorsOptions::allow_origin_regex, compiled
+  server::Cors cors;  // ServerOptions::cors
 
-  explicit Impl(ServerOptions o) : options(std::move(o)) {
-    if (!options.cors.allow_origin_regex.empty()) {
-      try {
-        origin_regex.emplace(options.cors.allow_origin_regex, std::regex::ECMAScript);
-      } catch (const std::regex_error& e) {
-        throw Error(errc::kInvalidArgument,
-                    fmt::format("CORS allow_origin_regex '{}' is not a regular expression: {}",
-                                options.cors.allow_origin_regex, e.what()));
-      }
-    }
-  }
-
-  /// Whether a browser page of `origin` may call the server: the server's own origin (its Host),
-  /// or one CorsOptions allows.
-  [[nodiscard]] bool origin_allowed(std::string_view origin, std::string_view host) const {
-    if (origin == fmt::format("http://{}", host) || origin == fmt::format("https://{}", host)) {
-      return true;
-    }
-    const auto& allowed = options.cors.allow_origins;
-    if (allowed.empty() && loopback_origin(origin)) return true;
-    for (const auto& a : allowed) {
-      if (a == "*" || a == origin) return true;
-    }
-    return origin_regex && std::regex_match(origin.begin(), origin.end(), *origin_regex);
-  }
-
-  /// Adds the CORS headers of a request from an allowed `origin` (a preflight's among them) to its
-  /// response.
-  void add_cors(const http::request<http::string_body>& req, std::string_view origin,
-                server::ApiResponse& r) const {
-    const CorsOptions& cors = options.cors;
-    r.headers.emplace_back("Access-Control-Allow-Origin", std::string(origin));
-    r.headers.emplace_back("Vary", "Origin");
-    if (cors.allow_credentials) r.headers.emplace_back("Access-Control-Allow-Credentials", "true");
-    const bool preflight = req.method() == http::verb::options &&
-                           !header(req, http::field::access_control_request_method).empty();
-    if (!preflight) {
-      if (!cors.expose_headers.empty()) {
-        r.headers.emplace_back("Access-Control-Expose-Headers",
-                               fmt::format("{}", fmt::join(cors.expose_headers, ", ")));
-      }
-      return;
-    }
-    for (const auto& [name, value] : r.headers) {
-      if (name == "Allow") {
-        r.headers.emplace_back("Access-Control-Allow-Methods", value);
-        break;
-      }
-    }
-    const std::string_view asked = header(req, http::field::access_control_request_headers);
-    if (!cors.allow_headers.empty()) {
-      r.headers.emplace_back("Access-Control-Allow-Headers",
-                             fmt::format("{}", fmt::join(cors.allow_headers, ", ")));
-    } else if (!asked.empty()) {
-      r.headers.emplace_back("Access-Control-Allow-Headers", std::string(asked));
-    }
-    r.headers.emplace_back("Access-Control-Max-Age", std::to_string(cors.max_age.count()));
-    // A page on a public address calling this one on a private network (Chrome asks first).
-    if (req["Access-Control-Request-Private-Network"] == "true") {
-      r.headers.emplace_back("Access-Control-Allow-Private-Network", "true");
-    }
-  }
+  explicit Impl(ServerOptions o) : options(std::move(o)), cors(options.cors) {}
 
   /// The response to a request that passed the network checks, with its CORS headers when it
   /// comes from a browser page of an allowed origin.
   [[nodiscard]] server::ApiResponse respond(const http::request<http::string_body>& req) const {
-    const std::string_view origin = header(req, http::field::origin);
-    const bool allowed = !origin.empty() && origin_allowed(origin, header(req, http::field::host));
+    const std::string_view origin = server::header(req, http::field::origin);
+    const bool allowed =
+        !origin.empty() && cors.allows(origin, server::header(req, http::field::host));
     server::ApiResponse response = answer(req, origin.empty() || allowed ? "" : origin);
-    if (allowed) add_cors(req, origin, response);
+    if (allowed) cors.add_headers(req, origin, response);
     return response;
   }
 
@@ -572,7 +428,7 @@ struct Server::Impl {
       } else {
         response = respond(req);
       }
-      RequestLog done(req, response);
+      server::RequestLog done(req, response);
       if (response.follow) {
         const bool usable = co_await follow_run(stream, buffer, response, version, keep_alive);
         done.finish(began, options.slow_request, api->telemetry());
