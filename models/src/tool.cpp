@@ -2,6 +2,13 @@
 #include <stategraph/models/tool.hpp>
 #include <stategraph/models/tool_node.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <fmt/format.h>
 
 #include <chrono>
@@ -9,15 +16,54 @@
 #include <thread>
 #include <utility>
 
+// g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
+// (GCC bug 109224).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
 namespace sg {
+namespace net = boost::asio;
+
+namespace {
+
+void check_tool(const ToolSpec& spec, bool has_fn) {
+  if (spec.name.empty()) throw Error(errc::kInvalidArgument, "a tool needs a name");
+  if (!spec.parameters.is_object())
+    throw Error(errc::kInvalidArgument,
+                "tool '" + spec.name + "': the argument schema must be a JSON object");
+  if (!has_fn) throw Error(errc::kInvalidArgument, "tool '" + spec.name + "' has no function");
+}
+
+}  // namespace
 
 Tool::Tool(std::string name, std::string description, nlohmann::json parameters, Fn fn)
     : spec_{std::move(name), std::move(description), std::move(parameters)}, fn_(std::move(fn)) {
-  if (spec_.name.empty()) throw Error(errc::kInvalidArgument, "a tool needs a name");
-  if (!spec_.parameters.is_object())
-    throw Error(errc::kInvalidArgument,
-                "tool '" + spec_.name + "': the argument schema must be a JSON object");
-  if (!fn_) throw Error(errc::kInvalidArgument, "tool '" + spec_.name + "' has no function");
+  check_tool(spec_, static_cast<bool>(fn_));
+}
+
+Tool::Tool(std::string name, std::string description, nlohmann::json parameters, AsyncFn fn)
+    : spec_{std::move(name), std::move(description), std::move(parameters)},
+      async_fn_(std::move(fn)) {
+  check_tool(spec_, static_cast<bool>(async_fn_));
+}
+
+ToolResult Tool::call(const nlohmann::json& args, const ToolRuntime& runtime) const {
+  if (fn_) return fn_(args, runtime);
+  net::io_context io;
+  ToolResult result;
+  std::exception_ptr error;
+  net::co_spawn(io, async_fn_(args, runtime), [&](std::exception_ptr e, ToolResult r) {
+    error = e;
+    result = std::move(r);
+  });
+  io.run();
+  if (error) std::rethrow_exception(error);
+  return result;
+}
+
+net::awaitable<ToolResult> Tool::acall(nlohmann::json args, ToolRuntime runtime) const {
+  if (fn_) co_return fn_(args, runtime);
+  ToolResult result = co_await async_fn_(std::move(args), runtime);
+  co_return result;
 }
 
 std::vector<ToolSpec> tool_specs(const std::vector<Tool>& tools) {
@@ -44,76 +90,160 @@ Message tool_message(Content content, const ToolCall& call, std::string status) 
   return m;
 }
 
-/// One call: its outcome, or (handle_errors) its error as a tool message.
-ToolOutcome call_tool(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
-                      Context* context, const ToolNodeOptions& options) {
-  const Tool* tool = nullptr;
+const Tool* find_tool(const std::vector<Tool>& tools, const ToolCall& call) {
   for (const auto& t : tools)
-    if (t.name() == call.name) tool = &t;
-  if (!tool) {
-    // LangGraph's INVALID_TOOL_NAME_ERROR_TEMPLATE.
-    std::string names;
-    for (const auto& t : tools) names += (names.empty() ? "" : ", ") + t.name();
-    std::string text =
-        fmt::format("Error: {} is not a valid tool, try one of [{}].", call.name, names);
-    if (!options.handle_errors) throw Error(errc::kInvalidArgument, text);
-    return ToolOutcome{tool_message(std::move(text), call, "error"), {}};
+    if (t.name() == call.name) return &t;
+  return nullptr;
+}
+
+/// The answer to a call of a tool that does not exist (LangGraph's
+/// INVALID_TOOL_NAME_ERROR_TEMPLATE); throws it when errors are not handled.
+ToolOutcome unknown_tool(const std::vector<Tool>& tools, const ToolCall& call,
+                         const ToolNodeOptions& options) {
+  std::string names;
+  for (const auto& t : tools) names += (names.empty() ? "" : ", ") + t.name();
+  std::string text =
+      fmt::format("Error: {} is not a valid tool, try one of [{}].", call.name, names);
+  if (!options.handle_errors) throw Error(errc::kInvalidArgument, text);
+  return ToolOutcome{tool_message(std::move(text), call, "error"), {}};
+}
+
+ToolOutcome to_outcome(ToolResult result, const ToolCall& call) {
+  if (result.command.has_value()) return ToolOutcome{std::nullopt, std::move(result.command)};
+  if (result.message) {
+    Message m = std::move(*result.message);
+    if (m.type == MessageType::tool && m.tool_call_id.empty()) m.tool_call_id = call.id;
+    if (m.type == MessageType::tool && m.name.empty()) m.name = call.name;
+    return ToolOutcome{std::move(m), {}};
   }
-  ToolRuntime runtime{&call, &state, context ? context->store() : nullptr, context};
+  return ToolOutcome{tool_message(result_content(result.content), call, "success"), {}};
+}
+
+/// The answer to a call whose tool threw `error` (LangGraph's TOOL_CALL_ERROR_TEMPLATE);
+/// rethrows a cancellation, and any error when errors are not handled.
+ToolOutcome error_outcome(const std::exception_ptr& error, const ToolCall& call,
+                          const ToolNodeOptions& options) {
   try {
-    ToolResult result = tool->call(call.args, runtime);
-    if (result.command.has_value()) return ToolOutcome{std::nullopt, std::move(result.command)};
-    if (result.message) {
-      Message m = std::move(*result.message);
-      if (m.type == MessageType::tool && m.tool_call_id.empty()) m.tool_call_id = call.id;
-      if (m.type == MessageType::tool && m.name.empty()) m.name = call.name;
-      return ToolOutcome{std::move(m), {}};
-    }
-    return ToolOutcome{tool_message(result_content(result.content), call, "success"), {}};
+    std::rethrow_exception(error);
   } catch (const CancelledError&) {
     throw;
   } catch (const std::exception& e) {
     if (!options.handle_errors) throw;
-    // LangGraph's TOOL_CALL_ERROR_TEMPLATE.
     return ToolOutcome{
         tool_message(fmt::format("Error: {}\n Please fix your mistakes.", e.what()), call, "error"),
         {}};
   }
 }
 
-/// call_tool with `context` current; in a run with callbacks, reported as a tool span (a tool
-/// message with status "error" is an error span).
+/// A tool call's span in a run with callbacks (a tool message with status "error" is an error
+/// span); nothing otherwise.
+class ToolSpan {
+ public:
+  ToolSpan(Context* context, const ToolCall& call) {
+    if (context == nullptr || !context->traced()) [[likely]]
+      return;
+    callbacks_ = &context->config().callbacks;
+    span_.emplace(context->child_span(SpanKind::tool, call.name));
+    span_->tool_call_id = call.id;
+    span_->arguments = &call.args;
+    detail::notify(*callbacks_, &Callbacks::on_tool_start, std::as_const(*span_));
+    span_->arguments = nullptr;
+  }
+
+  void done(const ToolOutcome& out) {
+    if (!span_) [[likely]]
+      return;
+    span_->end = std::chrono::system_clock::now();
+    if (out.message) {
+      span_->result = &*out.message;
+      if (out.message->status == "error") {
+        span_->status = SpanStatus::error;
+        span_->error = out.message->text();
+        span_->error_type = "tool_error";
+      }
+    }
+    detail::notify(*callbacks_, &Callbacks::on_tool_end, std::as_const(*span_));
+  }
+
+  void failed(const std::exception_ptr& error) {
+    if (!span_) [[likely]]
+      return;
+    span_->end = std::chrono::system_clock::now();
+    detail::set_span_error(*span_, error);
+    detail::notify(*callbacks_, &Callbacks::on_tool_end, std::as_const(*span_));
+  }
+
+ private:
+  const CallbackList* callbacks_ = nullptr;
+  std::optional<Span> span_{};
+};
+
+/// One call with `context` current: its outcome, or (handle_errors) its error as a tool message.
 ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
                     Context* context, const ToolNodeOptions& options) {
   detail::CurrentContextGuard guard(context);
-  if (context == nullptr || !context->traced()) [[likely]]
-    return call_tool(tools, call, state, context, options);
-  const CallbackList& callbacks = context->config().callbacks;
-  Span span = context->child_span(SpanKind::tool, call.name);
-  span.tool_call_id = call.id;
-  span.arguments = &call.args;
-  detail::notify(callbacks, &Callbacks::on_tool_start, std::as_const(span));
-  span.arguments = nullptr;
+  ToolSpan span(context, call);
   try {
-    ToolOutcome out = call_tool(tools, call, state, context, options);
-    span.end = std::chrono::system_clock::now();
-    if (out.message) {
-      span.result = &*out.message;
-      if (out.message->status == "error") {
-        span.status = SpanStatus::error;
-        span.error = out.message->text();
-        span.error_type = "tool_error";
+    ToolOutcome out;
+    if (const Tool* tool = find_tool(tools, call)) {
+      ToolRuntime runtime{&call, &state, context ? context->store() : nullptr, context};
+      try {
+        out = to_outcome(tool->call(call.args, runtime), call);
+      } catch (...) {
+        out = error_outcome(std::current_exception(), call, options);
       }
+    } else {
+      out = unknown_tool(tools, call, options);
     }
-    detail::notify(callbacks, &Callbacks::on_tool_end, std::as_const(span));
+    span.done(out);
     return out;
   } catch (...) {
-    span.end = std::chrono::system_clock::now();
-    detail::set_span_error(span, std::current_exception());
-    detail::notify(callbacks, &Callbacks::on_tool_end, std::as_const(span));
+    span.failed(std::current_exception());
     throw;
   }
 }
+
+/// run_one on the caller's executor, awaiting an asynchronous tool there.
+net::awaitable<ToolOutcome> arun_one(const std::vector<Tool>& tools, const ToolCall& call,
+                                     const std::any& state, Context* context,
+                                     const ToolNodeOptions& options) {
+  const Tool* tool = find_tool(tools, call);
+  if (tool == nullptr || !tool->is_async()) co_return run_one(tools, call, state, context, options);
+  ToolSpan span(context, call);
+  std::exception_ptr failure;
+  ToolOutcome out;
+  try {
+    ToolRuntime runtime{&call, &state, context ? context->store() : nullptr, context};
+    ToolResult result = co_await tool->acall(call.args, runtime);
+    out = to_outcome(std::move(result), call);
+  } catch (...) {
+    failure = std::current_exception();
+  }
+  try {
+    if (failure) out = error_outcome(failure, call, options);
+  } catch (...) {
+    span.failed(std::current_exception());
+    throw;
+  }
+  span.done(out);
+  co_return out;
+}
+
+/// The calls of one ToolNode step running at once on one executor: each ends by storing its
+/// outcome or error; the last one wakes the waiting node. Touched only on that executor.
+struct Gathering {
+  explicit Gathering(const net::any_io_executor& executor, std::size_t calls)
+      : outcomes(calls), errors(calls), left(calls), all_done(executor) {
+    all_done.expires_at(net::steady_timer::time_point::max());
+  }
+  void finished() {
+    if (--left == 0) all_done.cancel();
+  }
+  std::vector<ToolOutcome> outcomes;
+  std::vector<std::exception_ptr> errors;
+  std::size_t left;
+  net::steady_timer all_done;
+};
 
 }  // namespace
 
@@ -145,6 +275,60 @@ std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
   }
   if (first_error) std::rethrow_exception(first_error);
   return out;
+}
+
+net::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
+                                                         const std::vector<ToolCall>& calls,
+                                                         const std::any& state, Context* context,
+                                                         const ToolNodeOptions& options) {
+  bool any_async = false;
+  for (const auto& call : calls) {
+    const Tool* tool = find_tool(tools, call);
+    any_async = any_async || (tool != nullptr && tool->is_async());
+  }
+  if (!any_async) co_return run_tool_calls(tools, calls, state, context, options);
+  std::vector<ToolOutcome> out;
+  if (calls.size() == 1) {
+    ToolOutcome one = co_await arun_one(tools, calls[0], state, context, options);
+    out.push_back(std::move(one));
+    co_return out;
+  }
+  // Asynchronous tools run as coroutines on this executor (keeping the node's Context current),
+  // plain ones each on a thread of their own; every end is handled on this executor.
+  const net::any_io_executor executor = co_await net::this_coro::executor;
+  Gathering gathering(executor, calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    const Tool* tool = find_tool(tools, calls[i]);
+    if (tool != nullptr && tool->is_async()) {
+      net::co_spawn(executor, arun_one(tools, calls[i], state, context, options),
+                    [&gathering, i](std::exception_ptr e, ToolOutcome outcome) {
+                      gathering.outcomes[i] = std::move(outcome);
+                      gathering.errors[i] = e;
+                      gathering.finished();
+                    });
+    } else {
+      std::thread([&, i, executor] {
+        ToolOutcome outcome;
+        std::exception_ptr error;
+        try {
+          outcome = run_one(tools, calls[i], state, context, options);
+        } catch (...) {
+          error = std::current_exception();
+        }
+        net::post(executor, [&gathering, i, error, outcome = std::move(outcome)]() mutable {
+          gathering.outcomes[i] = std::move(outcome);
+          gathering.errors[i] = error;
+          gathering.finished();
+        });
+      }).detach();
+    }
+  }
+  boost::system::error_code ignored;
+  if (gathering.left > 0)
+    co_await gathering.all_done.async_wait(net::redirect_error(net::use_awaitable, ignored));
+  for (std::size_t i = 0; i < calls.size(); ++i)
+    if (gathering.errors[i]) std::rethrow_exception(gathering.errors[i]);
+  co_return std::move(gathering.outcomes);
 }
 
 const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& messages) {

@@ -6,10 +6,21 @@
 #include <stategraph/stategraph.hpp>
 #include <stategraph/store/memory_store.hpp>
 
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <doctest/doctest.h>
 
 #include <atomic>
 #include <chrono>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <stdexcept>
 #include <thread>
 
 namespace {
@@ -188,4 +199,98 @@ TEST_CASE("tools_condition routes on the last message's tool calls") {
   s.messages = {sg::ai("", {sg::ToolCall{"c", "t", {}}})};
   CHECK(sg::tools_condition(s) == "tools");
   CHECK_THROWS_AS(sg::ToolNode<ToolChat>({multiply_tool(), multiply_tool()}), sg::Error);
+}
+
+namespace {
+
+/// An asynchronous tool that waits (on timers, holding no thread) until `expected` calls are in
+/// flight at once, then answers with its thread's id; it gives up after 2 s and fails.
+sg::Tool rendezvous_tool(std::shared_ptr<std::atomic<int>> in_flight, int expected) {
+  return sg::Tool(
+      "meet", "Waits for the others.", nlohmann::json::object(),
+      [in_flight, expected](nlohmann::json args,
+                            sg::ToolRuntime runtime) -> boost::asio::awaitable<sg::ToolResult> {
+        ++*in_flight;
+        auto executor = co_await boost::asio::this_coro::executor;
+        boost::asio::steady_timer timer(executor);
+        for (int i = 0; i < 400 && in_flight->load() < expected; ++i) {
+          timer.expires_after(std::chrono::milliseconds(5));
+          co_await timer.async_wait(boost::asio::use_awaitable);
+        }
+        if (in_flight->load() < expected) throw std::runtime_error("the others never came");
+        if (args.is_object() && args.value("fail", false))
+          throw std::runtime_error("asked to fail");
+        std::ostringstream thread;
+        thread << std::this_thread::get_id();
+        sg::ToolResult out;
+        out.content = {{"id", runtime.call->id}, {"thread", thread.str()}};
+        co_return out;
+      });
+}
+
+}  // namespace
+
+TEST_CASE("asynchronous tools: ToolNode awaits them all at once on the run's thread") {
+  auto in_flight = std::make_shared<std::atomic<int>>(0);
+  const auto app = tool_graph({rendezvous_tool(in_flight, 3), multiply_tool()});
+  const std::vector<sg::ToolCall> calls{{"c1", "meet", {}},
+                                        {"c2", "meet", {}},
+                                        {"c3", "meet", {}},
+                                        {"c4", "multiply", {{"a", 6}, {"b", 7}}}};
+
+  SUBCASE("invoke: on the task's thread") {
+    auto r = run_tools(app, calls);
+    REQUIRE(r.state.messages.size() == 6);
+    std::set<std::string> threads;
+    for (int i = 0; i < 3; ++i) {
+      const auto reply = nlohmann::json::parse(r.state.messages[2 + i].text());
+      CHECK(reply["id"] == "c" + std::to_string(i + 1));
+      CHECK(r.state.messages[2 + i].status == "success");
+      threads.insert(reply["thread"].get<std::string>());
+    }
+    CHECK(threads.size() == 1);
+    CHECK(r.state.messages[5].text() == "42.0");
+  }
+  SUBCASE("ainvoke on one io_context thread: no thread per call") {
+    boost::asio::io_context io;
+    std::optional<sg::RunResult<ToolChat>> result;
+    std::vector<sg::Message> input{sg::human("go"), sg::ai("", calls, "ai-1")};
+    auto update = with_messages(std::move(input));
+    boost::asio::co_spawn(
+        io,
+        [&]() -> boost::asio::awaitable<void> {
+          auto r = co_await app.ainvoke(std::move(update));
+          result = std::move(r);
+        },
+        boost::asio::detached);
+    io.run();
+    REQUIRE(result);
+    std::ostringstream here;
+    here << std::this_thread::get_id();
+    for (int i = 0; i < 3; ++i)
+      CHECK(nlohmann::json::parse(result->state.messages[2 + i].text())["thread"] == here.str());
+    CHECK(result->state.messages[5].text() == "42.0");
+  }
+}
+
+TEST_CASE("asynchronous tools: errors follow handle_errors, Tool::call runs them to the end") {
+  auto in_flight = std::make_shared<std::atomic<int>>(0);
+  const sg::Tool meet = rendezvous_tool(in_flight, 1);
+  CHECK(meet.is_async());
+  CHECK_FALSE(multiply_tool().is_async());
+  sg::ToolCall call{"c0", "meet", {}};
+  sg::ToolRuntime runtime{&call, nullptr, nullptr, nullptr};
+  CHECK(meet.call({}, runtime).content["id"] == "c0");
+  CHECK_THROWS_WITH_AS((void)meet.call({{"fail", true}}, runtime), "asked to fail",
+                       std::runtime_error);
+  CHECK_THROWS_AS(sg::Tool("t", "", nlohmann::json::object(), sg::Tool::AsyncFn{}), sg::Error);
+
+  const std::vector<sg::ToolCall> calls{{"c1", "meet", {{"fail", true}}}, {"c2", "meet", {}}};
+  auto r = run_tools(tool_graph({meet}), calls);
+  REQUIRE(r.state.messages.size() == 4);
+  CHECK(r.state.messages[2].status == "error");
+  CHECK(r.state.messages[2].text() == "Error: asked to fail\n Please fix your mistakes.");
+  CHECK(r.state.messages[3].status == "success");
+  CHECK_THROWS_WITH(run_tools(tool_graph({meet}, sg::ToolNodeOptions{false}), calls),
+                    doctest::Contains("asked to fail"));
 }

@@ -11,6 +11,9 @@
 //   };
 //   sg::Tool add = sg::make_tool<Add>("add", "Adds two numbers.",
 //                                     [](const Add& x) { return x.a + x.b; });
+//
+// A tool may be asynchronous (Tool::AsyncFn, a coroutine, as MCP tools are): ToolNode awaits it
+// without holding a thread while it waits.
 
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/error.hpp>
@@ -19,6 +22,7 @@
 #include <stategraph/core/update.hpp>
 #include <stategraph/models/chat_model.hpp>
 
+#include <boost/asio/awaitable.hpp>
 #include <nlohmann/json.hpp>
 
 #include <any>
@@ -27,6 +31,7 @@
 #include <optional>
 #include <string>
 #include <type_traits>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 #include <vector>
 
 namespace sg {
@@ -61,26 +66,39 @@ struct ToolResult {
   std::any command{};
 };
 
-/// A tool: what a model sees (spec()) and the function that runs it. Copyable; calls are
+/// A tool: what a model sees (spec()) and the function that runs it, either a plain function
+/// (Fn) or a coroutine (AsyncFn) that holds no thread while it waits. Copyable; calls are
 /// thread-safe when the function is.
 class Tool {
  public:
   using Fn = std::function<ToolResult(const nlohmann::json& args, const ToolRuntime& runtime)>;
+  /// The arguments and the runtime are the coroutine's own copies; what the runtime points to
+  /// outlives the call.
+  using AsyncFn =
+      std::function<boost::asio::awaitable<ToolResult>(nlohmann::json args, ToolRuntime runtime)>;
 
   /// Throws sg::Error (errc::kInvalidArgument) for an empty name, a schema that is not a JSON
   /// object, or no function.
   Tool(std::string name, std::string description, nlohmann::json parameters, Fn fn);
+  /// An asynchronous tool; throws as the other constructor.
+  Tool(std::string name, std::string description, nlohmann::json parameters, AsyncFn fn);
 
   [[nodiscard]] const std::string& name() const noexcept { return spec_.name; }
   [[nodiscard]] const ToolSpec& spec() const noexcept { return spec_; }
-  /// Runs the tool. Throws what the function throws.
-  [[nodiscard]] ToolResult call(const nlohmann::json& args, const ToolRuntime& runtime) const {
-    return fn_(args, runtime);
-  }
+  /// True for a tool made from an AsyncFn.
+  [[nodiscard]] bool is_async() const noexcept { return static_cast<bool>(async_fn_); }
+  /// Runs the tool on the calling thread (an asynchronous one on a private io_context until it
+  /// ends). Throws what the function throws.
+  [[nodiscard]] ToolResult call(const nlohmann::json& args, const ToolRuntime& runtime) const;
+  /// Runs the tool on the caller's executor (a plain one inline, blocking it while it runs).
+  /// Throws what the function throws.
+  [[nodiscard]] boost::asio::awaitable<ToolResult> acall(nlohmann::json args,
+                                                         ToolRuntime runtime) const;
 
  private:
   ToolSpec spec_;
-  Fn fn_;
+  Fn fn_{};
+  AsyncFn async_fn_{};
 };
 
 /// The specs of `tools`, for ChatOptions::tools.

@@ -5,6 +5,7 @@
 //   g.add_node("tools", sg::ToolNode<sg::MessagesState>({add, search}));
 //   g.add_conditional_edges("agent", sg::tools_condition<sg::MessagesState>);
 
+#include <stategraph/core/async.hpp>
 #include <stategraph/core/context.hpp>
 #include <stategraph/core/graph_types.hpp>
 #include <stategraph/core/update.hpp>
@@ -13,6 +14,7 @@
 #include <any>
 #include <memory>
 #include <string>
+#include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 #include <vector>
 
 namespace sg {
@@ -40,6 +42,15 @@ std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
                                         const std::vector<ToolCall>& calls, const std::any& state,
                                         Context* context, const ToolNodeOptions& options);
 
+/// As run_tool_calls, on the caller's executor: asynchronous tools are awaited there, all at
+/// once, without a thread each; plain tools run as run_tool_calls runs them (inline when there
+/// are only plain tools, else each on a thread of its own). The arguments outlive the call.
+boost::asio::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
+                                                                 const std::vector<ToolCall>& calls,
+                                                                 const std::any& state,
+                                                                 Context* context,
+                                                                 const ToolNodeOptions& options);
+
 /// The tool calls of the last AI message of `messages`; throws sg::Error
 /// (errc::kInvalidArgument) when the last message is not an AI message (as LangGraph does).
 const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& messages);
@@ -48,7 +59,8 @@ const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& message
 
 /// A node that runs the tool calls of the last AI message in the message-list field `Messages`
 /// of state S and answers each with a tool message (name, tool_call_id, status), in tool-call
-/// order. Tools returning a `Command<S>` contribute it as it is. Copyable; thread-safe.
+/// order. Tools returning a `Command<S>` contribute it as it is. A coroutine node: asynchronous
+/// tools (MCP tools) wait without holding a thread. Copyable; thread-safe.
 template <State S, auto Messages = &S::messages>
 class ToolNode {
  public:
@@ -61,10 +73,11 @@ class ToolNode {
           throw Error(errc::kInvalidArgument, "two tools are named '" + (*tools_)[i].name() + "'");
   }
 
-  std::vector<Command<S>> operator()(const S& state, Context& ctx) const {
+  boost::asio::awaitable<std::vector<Command<S>>> operator()(const S& state, Context& ctx) const {
     const auto& calls = detail::last_tool_calls(state.*Messages);
     const std::any typed_state = &state;
-    auto outcomes = detail::run_tool_calls(*tools_, calls, typed_state, &ctx, options_);
+    std::vector<detail::ToolOutcome> outcomes =
+        co_await detail::arun_tool_calls(*tools_, calls, typed_state, &ctx, options_);
     std::vector<Message> messages;
     std::vector<Command<S>> commands(1);
     for (auto& outcome : outcomes) {
@@ -79,7 +92,7 @@ class ToolNode {
     }
     if (!messages.empty()) commands.front().update.template set<Messages>(std::move(messages));
     if (commands.size() > 1 && commands.front().update.empty()) commands.erase(commands.begin());
-    return commands;
+    co_return commands;
   }
 
   [[nodiscard]] const std::vector<Tool>& tools() const noexcept { return *tools_; }
