@@ -1,22 +1,13 @@
 // SPDX-License-Identifier: MIT
 #include "openai_wire.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cctype>
-#include <cmath>
-#include <cstdlib>
 #include <limits>
 #include <optional>
 
-#include "text.hpp"
-
 namespace sg::detail {
 namespace {
-
-using models_detail::lower;
-using models_detail::trim;
 
 using nlohmann::json;
 
@@ -89,45 +80,8 @@ std::string string_or(const json& object, const char* key, std::string fallback 
 }  // namespace
 
 std::string validated_base_url(const OpenAIConfig& config) {
-  std::string url = config.base_url;
-  while (!url.empty() && url.back() == '/') url.pop_back();
-  if (url.empty()) {
-    throw ModelError(errc::kModelConfig,
-                     "OpenAIConfig has no base_url (set it, or OPENAI_BASE_URL for from_env())");
-  }
-  const std::string lowered = lower(url);
-  std::size_t host_start = 0;
-  if (lowered.starts_with("http://")) {
-    host_start = 7;
-  } else if (lowered.starts_with("https://")) {
-    host_start = 8;
-  } else {
-    throw ModelError(errc::kModelConfig, "OpenAIConfig::base_url '" + config.base_url +
-                                             "' is not an http:// or https:// URL");
-  }
-  const std::size_t host_end = lowered.find_first_of(":/?#", host_start);
-  const std::string host = lowered.substr(
-      host_start, host_end == std::string::npos ? std::string::npos : host_end - host_start);
-  const bool bad_char = std::any_of(host.begin(), host.end(), [](char c) {
-    return std::isspace(static_cast<unsigned char>(c)) || c == '@' || c == '\\';
-  });
-  if (host.empty() || bad_char || url.find_first_of(" \t\r\n") != std::string::npos) {
-    throw ModelError(errc::kModelConfig,
-                     "OpenAIConfig::base_url '" + config.base_url + "' has no valid host");
-  }
-  if (host_end != std::string::npos && lowered[host_end] == ':') {
-    const std::size_t port_end = lowered.find_first_of("/?#", host_end + 1);
-    const std::string port = lowered.substr(
-        host_end + 1, port_end == std::string::npos ? std::string::npos : port_end - host_end - 1);
-    const bool digits =
-        !port.empty() && port.size() <= 5 && std::all_of(port.begin(), port.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c));
-        });
-    if (!digits || std::stoi(port) > 65535) {
-      throw ModelError(errc::kModelConfig,
-                       "OpenAIConfig::base_url '" + config.base_url + "' has an invalid port");
-    }
-  }
+  std::string host;
+  std::string url = checked_base_url(config.base_url, "OpenAIConfig", "OPENAI_BASE_URL", &host);
   if (host == "api.openai.com" && config.api_key.empty()) {
     throw ModelError(errc::kModelConfig,
                      "OpenAIConfig has no api_key for api.openai.com (set OPENAI_API_KEY)");
@@ -292,107 +246,6 @@ Message parse_chat_completion(const json& body) {
   return reply;
 }
 
-std::string excerpt(std::string_view body, std::size_t limit) {
-  if (body.size() <= limit) return std::string(body);
-  std::size_t end = limit;
-  // Do not cut a UTF-8 sequence: back up over continuation bytes.
-  while (end > 0 && (static_cast<unsigned char>(body[end]) & 0xC0U) == 0x80U) --end;
-  return std::string(body.substr(0, end));
-}
-
-std::string error_message_of(std::string_view body) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (!j.is_object()) return {};
-  const auto error = j.find("error");
-  if (error != j.end()) {
-    if (error->is_string()) return error->get<std::string>();
-    if (error->is_object()) return string_or(*error, "message");
-  }
-  return string_or(j, "message");
-}
-
-std::optional<std::chrono::milliseconds> retry_after(
-    const std::vector<std::pair<std::string, std::string>>& headers, std::time_t now) {
-  auto find = [&](std::string_view name) -> const std::string* {
-    for (const auto& [k, v] : headers) {
-      if (k == name) return &v;
-    }
-    return nullptr;
-  };
-  auto number = [](const std::string& text) -> std::optional<double> {
-    char* end = nullptr;
-    const double v = std::strtod(text.c_str(), &end);
-    while (end && *end && std::isspace(static_cast<unsigned char>(*end))) ++end;
-    if (end == text.c_str() || (end && *end) || !std::isfinite(v) || v < 0) return std::nullopt;
-    return v;
-  };
-  if (const std::string* ms = find("retry-after-ms")) {
-    if (auto v = number(*ms)) return std::chrono::milliseconds(static_cast<std::int64_t>(*v));
-  }
-  if (const std::string* value = find("retry-after")) {
-    if (auto v = number(*value)) {
-      return std::chrono::milliseconds(static_cast<std::int64_t>(*v * 1000.0));
-    }
-    const std::time_t when = curl_getdate(value->c_str(), nullptr);
-    if (when >= 0) {
-      return std::chrono::milliseconds(when > now ? static_cast<std::int64_t>(when - now) * 1000
-                                                  : 0);
-    }
-  }
-  return std::nullopt;
-}
-
-void SseParser::feed(std::string_view bytes, std::vector<std::string>& events) {
-  std::size_t i = 0;
-  if (skip_lf_ && !bytes.empty()) {
-    if (bytes[0] == '\n') i = 1;
-    skip_lf_ = false;
-  }
-  while (i < bytes.size()) {
-    const std::size_t end = bytes.find_first_of("\r\n", i);
-    if (end == std::string_view::npos) {
-      line_.append(bytes.substr(i));
-      return;
-    }
-    line_.append(bytes.substr(i, end - i));
-    i = end + 1;
-    if (bytes[end] == '\r') {
-      if (i < bytes.size()) {
-        if (bytes[i] == '\n') ++i;
-      } else {
-        skip_lf_ = true;
-      }
-    }
-    line(events);
-    line_.clear();
-  }
-}
-
-void SseParser::line(std::vector<std::string>& events) {
-  if (line_.empty()) {  // the end of an event
-    if (has_data_) {
-      if (!data_.empty() && data_.back() == '\n') data_.pop_back();
-      events.push_back(std::move(data_));
-    }
-    data_.clear();
-    has_data_ = false;
-    return;
-  }
-  if (line_[0] == ':') return;  // a comment
-  const std::size_t colon = line_.find(':');
-  const std::string_view field =
-      std::string_view(line_).substr(0, colon == std::string::npos ? line_.size() : colon);
-  if (field != "data") return;  // event, id, retry: not used by chat completions
-  std::string_view value;
-  if (colon != std::string::npos) {
-    value = std::string_view(line_).substr(colon + 1);
-    if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
-  }
-  data_.append(value);
-  data_.push_back('\n');
-  has_data_ = true;
-}
-
 std::optional<MessageChunk> ChatStreamAccumulator::add(const json& event) {
   if (!event.is_object())
     invalid("a stream event is not a JSON object: " + excerpt(event.dump(), 200));
@@ -485,15 +338,6 @@ Message ChatStreamAccumulator::result() const {
   if (!fingerprint_.empty()) body["system_fingerprint"] = fingerprint_;
   if (usage_.is_object()) body["usage"] = usage_;
   return parse_chat_completion(body);
-}
-
-std::string url_for_log(const std::string& url) {
-  std::string out = url.substr(0, url.find_first_of("?#"));
-  const std::size_t scheme = out.find("://");
-  const std::size_t host = scheme == std::string::npos ? 0 : scheme + 3;
-  const std::size_t at = out.find('@', host);
-  if (at != std::string::npos && at < out.find('/', host)) out.erase(host, at + 1 - host);
-  return out;
 }
 
 }  // namespace sg::detail

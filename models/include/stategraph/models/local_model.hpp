@@ -57,11 +57,12 @@ class LocalModel final : public ChatModel {
   mutable std::deque<Message> script_;
 };
 
-/// The model every example, the demo and the CLI use: an OpenAIChatModel configured from the
-/// environment (OPENAI_BASE_URL, OPENAI_API_KEY, STATEGRAPH_MODEL) when OPENAI_BASE_URL is set,
-/// else a LocalModel. Says which once per process: through sg::log (info) when a log sink is
-/// set, else on stderr. Throws ModelError
-/// (errc::kModelConfig) for a bad configuration. Thread-safe.
+/// The model every example, the demo and the CLI use, from the environment: an OpenAIChatModel
+/// (OpenAIConfig::from_env()) when OPENAI_BASE_URL is set; else an AnthropicChatModel
+/// (AnthropicConfig::from_env()) when ANTHROPIC_API_KEY or ANTHROPIC_BASE_URL is set (an explicit
+/// OPENAI_BASE_URL wins over an ANTHROPIC_API_KEY exported for other tools); else a LocalModel.
+/// Says which once per process: through sg::log (info) when a log sink is set, else on stderr.
+/// Throws ModelError (errc::kModelConfig) for a bad configuration. Thread-safe.
 [[nodiscard]] std::shared_ptr<ChatModel> default_chat_model();
 
 }  // namespace sg
