@@ -513,6 +513,7 @@ ApiResponse Api::route(const ApiRequest& request) const {
     if (p.size() >= 2 && p[1] == "crons") return route_crons(request);
   }
   if (!p.empty() && p[0] == "assistants") return route_assistants(request);
+  if (p.size() == 1 && p[0] == "mcp") return route_mcp(request);
   throw no_route(request);
 }
 

@@ -37,6 +37,11 @@ struct ApiRequest {
   std::string body;
   std::string last_event_id;  // the Last-Event-ID header (a resumed stream); empty when absent
   std::string traceparent;    // the W3C traceparent header: a run it creates is its child
+  /// The headers an MCP request is checked by (POST /mcp, mcp.cpp): Accept, Content-Type and
+  /// MCP-Protocol-Version; set for /mcp only, empty when absent.
+  std::string accept;
+  std::string content_type;
+  std::string mcp_protocol_version;
   /// Who sent it, when the server authenticates (ServerOptions::auth); null otherwise.
   std::shared_ptr<const AuthUser> user{};
 };
@@ -242,6 +247,9 @@ struct RunFollow {
   std::function<void()> on_disconnect;
   /// A stream's registration as a reader of the channel (RunChannel::listen()).
   std::shared_ptr<void> listening;
+  /// When set (a result), turns the run's result (JSON text) into the response's body: the
+  /// JSON-RPC response of an MCP tools/call. Called once, on the connection's thread.
+  std::function<std::string(std::string result)> result_body;
 };
 
 /// The threads (records in the server's record store, a lock per thread for check-then-write). A
@@ -378,6 +386,8 @@ class AssistantRegistry {
   /// POST /assistants/search: {graph_id, name (a part, any case), metadata, paging}.
   /// Only the assistants `access` (assistants:search) allows.
   [[nodiscard]] ApiResponse search(const ApiRequest& request, const Access& access = {}) const;
+  /// Every assistant `access` (assistants:search) allows, unsorted: the tools of /mcp.
+  [[nodiscard]] std::vector<nlohmann::json> all(const Access& access = {}) const;
   /// POST /assistants/count: how many assistants pass the search filters and `access`.
   [[nodiscard]] ApiResponse count(const ApiRequest& request, const Access& access = {}) const;
   /// POST /assistants/{id}/versions: {limit, offset, metadata}, newest first.
@@ -488,6 +498,11 @@ class Api {
   bool prune_thread(const std::string& thread_id, PruneStrategy strategy) const;
   [[nodiscard]] ApiResponse route_store(const ApiRequest& request) const;
   [[nodiscard]] ApiResponse route_crons(const ApiRequest& request) const;
+  /// POST and DELETE /mcp: the assistants as MCP tools over Streamable HTTP (mcp.cpp).
+  [[nodiscard]] ApiResponse route_mcp(const ApiRequest& request) const;
+  /// An MCP tools/call of the JSON-RPC request `id` (mcp.cpp).
+  [[nodiscard]] ApiResponse call_mcp_tool(const ApiRequest& request, const nlohmann::json& id,
+                                          const nlohmann::json& params) const;
   /// threads:create_run of a run create request on `thread_id` (empty: stateless).
   [[nodiscard]] Access create_run_access(const ApiRequest& request,
                                          const std::string& thread_id) const;

@@ -220,6 +220,10 @@ ApiResponse AssistantRegistry::search(const ApiRequest& request, const Access& a
   return paged_response(matching(body, access), page);
 }
 
+std::vector<json> AssistantRegistry::all(const Access& access) const {
+  return matching(json::object(), access);
+}
+
 ApiResponse AssistantRegistry::count(const ApiRequest& request, const Access& access) const {
   return json_response(matching(body_object(request), access).size());
 }

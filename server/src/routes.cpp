@@ -59,6 +59,7 @@ constexpr Route kRoutes[] = {
     {"store/items", "GET, PUT, DELETE"},
     {"store/items/search", "POST"},
     {"store/namespaces", "POST"},
+    {"mcp", "POST, DELETE"},  // GET: 405, no server-sent event stream (mcp.cpp)
 };
 
 /// How many "{}" of `pattern` it takes to match `path`, or -1 when it does not match.

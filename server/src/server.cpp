@@ -188,6 +188,13 @@ struct Server::Impl {
     if (const auto parent = req.find("traceparent"); parent != req.end()) {
       request.traceparent.assign(parent->value().data(), parent->value().size());
     }
+    if (path == "/mcp") {
+      request.accept = server::header(req, http::field::accept);
+      request.content_type = server::header(req, http::field::content_type);
+      if (const auto version = req.find("mcp-protocol-version"); version != req.end()) {
+        request.mcp_protocol_version.assign(version->value().data(), version->value().size());
+      }
+    }
     return api->handle(request);
   }
 
@@ -352,6 +359,7 @@ struct Server::Impl {
         if (ec) *gone = true;
       }
       if (!*gone && with_body) {
+        if (follow->result_body) result = follow->result_body(std::move(result));
         stream.expires_after(options.idle_timeout);
         if (header_sent) {
           co_await net::async_write(
