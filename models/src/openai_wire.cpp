@@ -136,7 +136,7 @@ json usage_metadata_of(const json& usage) {
     const auto it = usage.find(key);
     if (it == usage.end() || !it->is_number_integer()) return std::nullopt;
     if (it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(kMax))
-      return kMax;
+      return std::int64_t{kMax};  // a copy: clang needs a captured kMax to bind a reference
     return it->get<std::int64_t>();
   };
   const std::int64_t input = count("prompt_tokens").value_or(0);

@@ -2,8 +2,9 @@
 # Sourced by the example scripts that start servers.
 #   wait_for_url FILE SED_SCRIPT WHAT: waits up to 10 s for `sed -n SED_SCRIPT FILE` to print an
 #     address (a server's start-up line), sets url_found to it, or calls the script's fail().
-#   start_loopback SG_LOOPBACK_OPENAI DIR [ARGS...]: starts the loopback model (tests/support)
-#     with ARGS, its output in DIR/model.out, and sets model_pid and model_url (its /v1 address).
+#   start_loopback SG_LOOPBACK_BIN DIR [ARGS...]: starts a loopback model (tests/support:
+#     sg-loopback-openai or sg-loopback-anthropic) with ARGS, its output in DIR/model.out, and
+#     sets model_pid and model_url (the address it prints: OpenAI's /v1, Anthropic's root).
 wait_for_url() {
   url_found=
   for _ in $(seq 1 200); do

@@ -37,6 +37,13 @@ int state_update_json(const std::uint8_t* data, std::size_t size);
 /// ChatStreamAccumulator as the OpenAI client reads them (refused only with ModelError); the
 /// reply is the chunks' content put together and reads back as the same message.
 int sse_parser(const std::uint8_t* data, std::size_t size);
+/// The first byte's bits choose text as blocks (1) and a structured-output tool "answer" (2);
+/// the rest, a streamed Messages API reply, goes through SseParser and its events through
+/// AnthropicStreamAccumulator as the Anthropic client reads them (refused only with ModelError;
+/// an error event with a status from 400 to 599). With one message_start and each content block
+/// started once, the reply's blocks are what their chunks carried (text, thinking, tool input);
+/// the reply reads back as the same message.
+int anthropic_stream(const std::uint8_t* data, std::size_t size);
 /// Up to 8 requests to the server's handler (server/src/api.hpp, no sockets), all in memory,
 /// after a thread was created and run to an interrupt: a method byte, a route byte (the API's
 /// routes with the thread, its run, checkpoint and the graph's assistant filled in, or none),

@@ -53,6 +53,10 @@ TEST_CASE("fuzz corpus: sse_parser") {
   CHECK(replay("sse_parser", sg::fuzz::sse_parser) > 5);
 }
 
+TEST_CASE("fuzz corpus: anthropic_stream") {
+  CHECK(replay("anthropic_stream", sg::fuzz::anthropic_stream) > 5);
+}
+
 TEST_CASE("fuzz corpus: http_request") {
   CHECK(replay("http_request", sg::fuzz::http_request) > 5);
 }

@@ -4,9 +4,13 @@
 #include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <cstdio>
+#include <mutex>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <string_view>
+#include <unordered_set>
 
 namespace sg::testing {
 namespace {
@@ -40,6 +44,27 @@ std::string text_of(const json& content) {
     }
   }
   return text;
+}
+
+/// FNV-1a (64 bits) of `text`: the signatures and cache keys of the loopback, the same in every
+/// run.
+std::uint64_t fnv1a(std::string_view text) {
+  std::uint64_t hash = 14695981039346656037ULL;
+  for (const char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ULL;
+  }
+  return hash;
+}
+
+/// The signatures of the thinking blocks the loopback writes start with this; the server checks
+/// such a signature against the thinking text it comes back with.
+constexpr std::string_view kSignaturePrefix = "loopback-sig-";
+
+std::string signature_of(const std::string& thinking) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(fnv1a(thinking)));
+  return std::string(kSignaturePrefix) + hex;
 }
 
 /// `text` in pieces of about `size` bytes, never inside a UTF-8 character.
@@ -111,7 +136,11 @@ std::string block_error(const json& block, const std::string& where, const std::
   }
   if (type == "thinking") {
     if (role != "assistant") return where + ": thinking blocks are only allowed in assistant turns";
-    if (field_string(block, "signature").empty()) return where + ".signature: Field required";
+    const std::string signature = field_string(block, "signature");
+    if (signature.empty()) return where + ".signature: Field required";
+    if (signature.starts_with(kSignaturePrefix) &&
+        signature != signature_of(field_string(block, "thinking")))
+      return where + ": Invalid `signature` in `thinking` block";
     return {};
   }
   if (type == "redacted_thinking") {
@@ -190,6 +219,78 @@ std::string messages_error(const json& messages) {
   return {};
 }
 
+/// With thinking enabled: the last assistant turn, when it has tool_use blocks, must start with
+/// a thinking or redacted_thinking block (the thinking that led to the calls).
+std::string thinking_turn_error(const json& messages) {
+  for (std::size_t i = messages.size(); i-- > 0;) {
+    if (field_string(messages[i], "role") != "assistant") continue;
+    const json& content = messages[i]["content"];
+    if (!content.is_array() || content.empty()) return {};
+    const bool calls = std::any_of(content.begin(), content.end(), [](const json& b) {
+      return field_string(b, "type") == "tool_use";
+    });
+    const std::string first = field_string(content[0], "type");
+    if (!calls || first == "thinking" || first == "redacted_thinking") return {};
+    return "messages." + std::to_string(i) +
+           ".content.0.type: Expected `thinking` or `redacted_thinking`, but found `" + first +
+           "`. When thinking is enabled, a final assistant message with tool_use blocks must "
+           "start with a thinking block.";
+  }
+  return {};
+}
+
+/// The words a content block counts for: its text, a tool result's, a tool call's input, a
+/// thinking text.
+std::size_t block_words(const json& block) {
+  if (block.is_string()) return words_in(block.get<std::string>());
+  const std::string type = field_string(block, "type");
+  if (type == "text") return words_in(field_string(block, "text"));
+  if (type == "thinking") return words_in(field_string(block, "thinking"));
+  if (type == "tool_use") return words_in(block.value("input", json::object()).dump());
+  if (type != "tool_result") return 0;
+  const json content = block.value("content", json(""));
+  if (!content.is_array()) return block_words(content);
+  std::size_t n = 0;
+  for (const auto& b : content) n += block_words(b);
+  return n;
+}
+
+/// A valid request's prompt in words, and its cache_control breakpoints in order: the key of
+/// the prefix up to each (the model, the thinking setting, then the tools, the system and the
+/// messages' blocks) and its words.
+struct Prompt {
+  std::size_t words = 0;
+  std::vector<std::pair<std::uint64_t, std::size_t>> breakpoints{};
+};
+
+Prompt prompt_of(const json& body) {
+  Prompt prompt;
+  std::string prefix = body["model"].dump() + body.value("thinking", json()).dump();
+  const auto add = [&](const json& part, std::size_t words) {
+    prefix += part.dump();
+    prompt.words += words;
+    if (part.is_object() && part.contains("cache_control"))
+      prompt.breakpoints.emplace_back(fnv1a(prefix), prompt.words);
+  };
+  for (const auto& tool : body.value("tools", json::array())) add(tool, words_in(tool.dump()));
+  const json system = body.value("system", json());
+  if (system.is_array()) {
+    for (const auto& b : system) add(b, block_words(b));
+  } else if (system.is_string()) {
+    add(system, words_in(system.get<std::string>()));
+  }
+  for (const auto& m : body["messages"]) {
+    prefix += field_string(m, "role");
+    const json& content = m["content"];
+    if (!content.is_array()) {
+      add(content, block_words(content));
+      continue;
+    }
+    for (const auto& b : content) add(b, block_words(b));
+  }
+  return prompt;
+}
+
 }  // namespace
 
 std::string anthropic_request_error(const LoopbackRequest& request) {
@@ -262,7 +363,11 @@ std::string anthropic_request_error(const LoopbackRequest& request) {
     return "temperature: Input should be a number from 0 to 1";
   if (body.contains("stream") && !body["stream"].is_boolean())
     return "stream: Input should be a valid boolean";
-  return messages_error(body["messages"]);
+  const std::string error = messages_error(body["messages"]);
+  if (!error.empty()) return error;
+  if (field_string(body.value("thinking", json()), "type") == "enabled")
+    return thinking_turn_error(body["messages"]);
+  return {};
 }
 
 json anthropic_message(const std::string& id, json content, const std::string& stop_reason,
@@ -369,7 +474,26 @@ LoopbackReply anthropic_sse(const std::vector<json>& events, std::size_t per_chu
 
 struct LoopbackAnthropic::Impl {
   explicit Impl(LoopbackAnthropicOptions o)
-      : options(std::move(o)), server(LoopbackOptions{.threads = options.threads}) {}
+      : options(std::move(o)),
+        server(LoopbackOptions{.port = options.port,
+                               .threads = options.threads,
+                               .record_requests = options.record_requests}) {}
+
+  /// The cache's reads and writes for `prompt` (in words), as the API counts them: the longest
+  /// prefix cached before is read, the rest up to the last breakpoint is written.
+  std::pair<std::size_t, std::size_t> use_cache(const Prompt& prompt) {
+    if (prompt.breakpoints.empty()) return {0, 0};
+    const std::lock_guard lock(mutex);
+    std::size_t read = 0;
+    for (auto it = prompt.breakpoints.rbegin(); it != prompt.breakpoints.rend(); ++it) {
+      if (cached.contains(it->first)) {
+        read = it->second;
+        break;
+      }
+    }
+    for (const auto& breakpoint : prompt.breakpoints) cached.insert(breakpoint.first);
+    return {read, prompt.breakpoints.back().second - read};
+  }
 
   LoopbackReply answer(const LoopbackRequest& request) {
     if (request.method != "POST" || !request.target.ends_with("/v1/messages"))
@@ -381,46 +505,63 @@ struct LoopbackAnthropic::Impl {
     const json body = request.json();
     const std::uint64_t n = ++next_id;
     const json& messages = body["messages"];
-    // The last user turn's text, and the tool results it carries.
+    // The last user turn's text (and its last text block), and the tool results it carries.
     std::string question;
+    std::string last_text;
     std::vector<std::string> results;
-    std::size_t prompt_words = words_in(text_of(body.value("system", json())));
     for (const auto& m : messages) {
-      prompt_words += words_in(text_of(m["content"]));
       if (field_string(m, "role") != "user") continue;
       results.clear();
       for (const auto& b : m["content"].is_array() ? m["content"] : json::array()) {
         if (field_string(b, "type") == "tool_result")
           results.push_back(text_of(b.value("content", json(""))));
+        if (field_string(b, "type") == "text") last_text = field_string(b, "text");
       }
+      if (m["content"].is_string()) last_text = m["content"].get<std::string>();
       const std::string text = text_of(m["content"]);
       if (!text.empty()) question = text;
     }
     bool offered = false;
     for (const auto& t : body.value("tools", json::array()))
       offered = offered || field_string(t, "name") == options.call_tool;
-    json content;
+    const bool calls = !options.call_tool.empty() && offered && results.empty();
+    json content = json::array();
+    // Extended thinking opens an assistant turn (not its continuation after tool results).
+    if (field_string(body.value("thinking", json()), "type") == "enabled" && results.empty()) {
+      const std::vector<std::string> asked = pieces_of(last_text, 80);  // its start
+      std::string thinking = "The question is \"" + (asked.empty() ? "" : asked[0]) + "\". ";
+      thinking += calls ? "The " + options.call_tool + " tool can answer it: I call it first."
+                        : "I can answer it directly.";
+      const std::string signature = signature_of(thinking);
+      content.push_back(
+          {{"type", "thinking"}, {"thinking", std::move(thinking)}, {"signature", signature}});
+    }
     std::string stop = "end_turn";
-    std::size_t output_words = 0;
-    if (!options.call_tool.empty() && offered && results.empty()) {
-      content = {{{"type", "tool_use"},
-                  {"id", "toolu_loopback_" + std::to_string(n)},
-                  {"name", options.call_tool},
-                  {"input", options.tool_args}}};
+    if (calls) {
+      content.push_back({{"type", "tool_use"},
+                         {"id", "toolu_loopback_" + std::to_string(n)},
+                         {"name", options.call_tool},
+                         {"input", options.tool_args}});
       stop = "tool_use";
-      output_words = words_in(options.tool_args.dump());
     } else {
       std::string text = "echo: " + question;
       if (!results.empty()) {
         text = "the tools said:";
         for (const auto& r : results) text += " " + r;
       }
-      output_words = words_in(text);
-      content = {{{"type", "text"}, {"text", std::move(text)}}};
+      content.push_back({{"type", "text"}, {"text", std::move(text)}});
     }
-    const json message = anthropic_message(
-        "msg_loopback_" + std::to_string(n), std::move(content), stop,
-        {{"input_tokens", prompt_words}, {"output_tokens", output_words}}, body["model"]);
+    std::size_t output_words = 0;
+    for (const auto& b : content) output_words += block_words(b);
+    const Prompt prompt = prompt_of(body);
+    const auto [read, written] = use_cache(prompt);
+    json usage = {{"input_tokens", prompt.words - read - written}, {"output_tokens", output_words}};
+    if (!prompt.breakpoints.empty()) {
+      usage["cache_creation_input_tokens"] = written;
+      usage["cache_read_input_tokens"] = read;
+    }
+    const json message = anthropic_message("msg_loopback_" + std::to_string(n), std::move(content),
+                                           stop, std::move(usage), body["model"]);
     LoopbackReply reply = body.value("stream", false)
                               ? anthropic_sse(anthropic_stream_events(message))
                               : anthropic_json(message);
@@ -430,6 +571,8 @@ struct LoopbackAnthropic::Impl {
 
   LoopbackAnthropicOptions options;
   std::atomic<std::uint64_t> next_id{0};
+  std::mutex mutex;
+  std::unordered_set<std::uint64_t> cached;  // the keys of the prefixes cached, under `mutex`
   LoopbackOpenAI server;  // last: its threads stop before the members they read go
 };
 

@@ -17,6 +17,14 @@
 // valid request is "echo: <the last user text>" (with LoopbackAnthropicOptions::call_tool, first
 // a tool_use of that tool), streamed event by event as the API streams (message_start, ping,
 // content_block_start/delta/stop, message_delta, message_stop) when the request asks to stream.
+// Default replies behave as the API does with extended thinking and prompt caching: with
+// thinking enabled, a reply that starts an assistant turn (the last user turn is not tool
+// results) starts with a thinking block whose signature the server checks when it comes back,
+// and a final assistant turn with tool_use blocks must start with a thinking block; a request
+// with cache_control breakpoints reports the words of its prefix (tools, system, messages up to
+// the last breakpoint) as cache_creation_input_tokens the first time and as
+// cache_read_input_tokens once a request had the same prefix (same model and thinking) before,
+// with no minimum length and no expiry. Tokens are counted as words.
 // All member functions are thread-safe.
 
 #include <nlohmann/json.hpp>
@@ -43,6 +51,10 @@ struct LoopbackAnthropicOptions {
   nlohmann::json tool_args = nlohmann::json::object();
   /// Threads serving connections.
   int threads = 1;
+  /// 0: a free port.
+  std::uint16_t port = 0;
+  /// False: requests are counted but not kept (requests() is empty), for a long-running server.
+  bool record_requests = true;
 };
 
 /// The server. Starts listening in the constructor, stops in the destructor.
