@@ -4,7 +4,7 @@
 BUILD_DIR ?= build
 ASAN_DIR ?= build-asan
 TSAN_DIR ?= build-tsan
-TSAN_TESTS ?= ^(graph|checkpoint|store|models|nodes|telemetry|server|postgres)/
+TSAN_TESTS ?= ^(graph|checkpoint|store|models|mcp|nodes|telemetry|server|postgres)/
 JOBS ?= $(shell nproc)
 WERROR ?= OFF
 CMAKE_ARGS ?=
@@ -40,7 +40,8 @@ test-asan: deps
 test-tsan: deps
 	cmake -S . -B $(TSAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSG_SANITIZE=thread -DSG_BUILD_CLI=OFF \
 	  -DSG_BUILD_EXAMPLES=OFF -DSG_WERROR=$(WERROR) $(CMAKE_ARGS)
-	cmake --build $(TSAN_DIR) -j $(JOBS) --target sg_graph_tests sg_checkpoint_tests sg_store_tests sg_models_tests sg_nodes_tests \
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target sg_graph_tests sg_checkpoint_tests sg_store_tests sg_models_tests sg_mcp_tests \
+	  sg-mcp-conformance-client sg_nodes_tests \
 	  sg_telemetry_tests sg_server_tests sg_postgres_tests
 	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 suppressions=$(CURDIR)/tests/tsan.supp" ctest --output-on-failure -j $(JOBS) -R "$(TSAN_TESTS)"
 

@@ -151,11 +151,14 @@ struct HttpTransfer::Impl {
   std::mutex mu;
   HttpProgress progress;  // data accumulates until take()
   std::vector<std::pair<std::string, std::string>> headers;
+  bool headers_complete = false;  // the final response's header block ended
+  bool headers_taken = false;     // take() gave them since they completed
   std::unique_ptr<PendingHandler> waiter;
   Waker* waker = nullptr;  // the multi's, set when it starts the transfer
 
   [[nodiscard]] bool ready() const {
-    return !progress.data.empty() || progress.end != TransferEnd::none;
+    return !progress.data.empty() || progress.end != TransferEnd::none ||
+           (headers_complete && !headers_taken);
   }
 
   /// Wakes the waiting coroutine, if any. `mu` held.
@@ -179,8 +182,15 @@ struct HttpTransfer::Impl {
     self->last_activity = Clock::now();
     const std::string_view line = trim(std::string_view(data, n));
     std::lock_guard lock(self->mu);
-    if (line.starts_with("HTTP/")) {  // a status line: a new response begins
+    if (line.empty()) {  // the end of a header block: final unless informational (1xx)
+      if (self->progress.status >= 200 && !self->headers_complete) {
+        self->headers_complete = true;
+        self->wake();
+      }
+    } else if (line.starts_with("HTTP/")) {  // a status line: a new response begins
       self->headers.clear();
+      self->headers_complete = false;
+      self->headers_taken = false;
       const std::size_t space = line.find(' ');
       int status = 0;
       for (std::size_t i = space == std::string_view::npos ? line.size() : space + 1;
@@ -210,6 +220,7 @@ HttpTransfer::HttpTransfer(const HttpRequestSpec& spec) : impl_(std::make_unique
   t.idle_timeout = spec.idle_timeout;
   CURL* e = t.easy;
   curl_easy_setopt(e, CURLOPT_URL, spec.url.c_str());
+  if (!spec.method.empty()) curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, spec.method.c_str());
   curl_easy_setopt(e, CURLOPT_HTTPHEADER, t.header_list);
   if (!t.body.empty()) {
     curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t.body.size()));
@@ -261,9 +272,11 @@ HttpProgress HttpTransfer::take() {
   impl_->progress.data.clear();
   out.status = impl_->progress.status;
   out.end = impl_->progress.end;
-  if (out.end != TransferEnd::none) {
-    out.error = impl_->progress.error;
+  if (out.end != TransferEnd::none) out.error = impl_->progress.error;
+  if (out.end != TransferEnd::none || impl_->headers_complete) {
     out.headers = impl_->headers;
+    out.headers_complete = impl_->headers_complete;
+    impl_->headers_taken = impl_->headers_complete;
   }
   return out;
 }

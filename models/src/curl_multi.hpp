@@ -33,6 +33,8 @@ struct HttpRequestSpec {
   std::vector<std::string> headers{};
   /// POSTed when not empty (a GET otherwise).
   std::string body{};
+  /// Another method (e.g. "DELETE"); empty: POST with a body, GET without.
+  std::string method{};
   std::chrono::milliseconds connect_timeout{0};  // 0: none
   std::chrono::milliseconds total_timeout{0};
   std::chrono::milliseconds idle_timeout{0};
@@ -58,8 +60,11 @@ struct HttpProgress {
   TransferEnd end = TransferEnd::none;
   /// curl's message for an error end.
   std::string error{};
-  /// The response headers (names lower-case), filled once the transfer ended.
+  /// The response headers (names lower-case), filled once the header block of the final response
+  /// arrived (a wait() wakes then), so before the body of a long stream.
   std::vector<std::pair<std::string, std::string>> headers{};
+  /// True once `headers` holds the whole header block.
+  bool headers_complete = false;
 };
 
 class AsioCurlMulti;

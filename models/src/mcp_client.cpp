@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: MIT
+// McpClient: the servers' sessions on one I/O thread, the bridge from callers (any thread or
+// executor) to it, and the MCP tools as sg::Tools.
+
+#include <stategraph/core/log.hpp>
+#include <stategraph/models/mcp.hpp>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <pthread.h>
+#include <signal.h>
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <shared_mutex>
+
+#include "mcp_config.hpp"
+#include "mcp_result.hpp"
+#include "mcp_session.hpp"
+
+// g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
+// (GCC bug 109224).
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+namespace sg {
+namespace net = boost::asio;
+using nlohmann::json;
+
+namespace detail {
+
+McpRuntime::McpRuntime()
+    : work_(std::make_unique<net::executor_work_guard<net::io_context::executor_type>>(
+          io_.get_executor())) {
+  thread_ = std::thread([this] {
+    // A write to a server that exited fails with EPIPE here instead of killing the process.
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &set, nullptr);
+    io_.run();
+  });
+  thread_id_ = thread_.get_id();
+}
+
+McpRuntime::~McpRuntime() {
+  stop(std::chrono::milliseconds(1000));
+}
+
+void McpRuntime::stop(std::chrono::milliseconds limit) {
+  if (stopped_) return;
+  stopped_ = true;
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  while (active.load(std::memory_order_acquire) > 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  work_.reset();
+  io_.stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+/// Runs `count` coroutines made by `make(i)` side by side on the I/O thread; returns each one's
+/// error (null: it succeeded).
+template <class Make>
+net::awaitable<std::vector<std::exception_ptr>> mcp_all_of(McpRuntime& runtime, std::size_t count,
+                                                           Make make) {
+  struct Shared {
+    explicit Shared(net::io_context& io, std::size_t n) : done(io), errors(n), left(n) {}
+    McpEvent done;
+    std::vector<std::exception_ptr> errors;
+    std::size_t left;
+  };
+  auto shared = std::make_shared<Shared>(runtime.io(), count);
+  if (count == 0) co_return shared->errors;
+  for (std::size_t i = 0; i < count; ++i) {
+    net::co_spawn(runtime.io(), make(i), [shared, i](std::exception_ptr e) {
+      shared->errors[i] = e;
+      if (--shared->left == 0) shared->done.set();
+    });
+  }
+  co_await shared->done.wait();
+  co_return shared->errors;
+}
+
+/// Everything a client and its tools share; destroyed (closing the sessions) with the last of
+/// them.
+class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
+ public:
+  McpClientCore(std::map<std::string, McpServerConfig> servers, McpClientOptions options)
+      : options_(std::make_shared<const McpClientOptions>(std::move(options))) {
+    if (servers.empty())
+      throw Error(errc::kInvalidArgument, "mcpServers: no MCP servers are configured");
+    for (auto& [name, config] : servers) {
+      check_mcp_server(name, config);
+      order_.push_back(name);
+      sessions_[name] = std::make_shared<McpSession>(runtime_, name, std::move(config), options_);
+    }
+  }
+
+  ~McpClientCore() {
+    if (runtime_.on_io_thread()) {
+      // Only a callback of the client could drop the last reference here; the thread cannot
+      // join itself, so it is left to the process.
+      log(LogLevel::error, "MCP client destroyed on its own I/O thread");
+      std::terminate();
+    }
+    shutdown();
+  }
+
+  McpClientCore(const McpClientCore&) = delete;
+  McpClientCore& operator=(const McpClientCore&) = delete;
+
+  [[nodiscard]] const McpClientOptions& options() const noexcept { return *options_; }
+  [[nodiscard]] const std::vector<std::string>& order() const noexcept { return order_; }
+
+  /// The session of `server`. Throws sg::Error (errc::kInvalidArgument) for an unknown name,
+  /// McpError (errc::kMcpConnection) once the client is closed.
+  [[nodiscard]] std::shared_ptr<McpSession> session(const std::string& server) const {
+    const auto it = sessions_.find(server);
+    if (it == sessions_.end()) {
+      std::string names;
+      for (const auto& n : order_) names += (names.empty() ? "" : ", ") + n;
+      throw Error(errc::kInvalidArgument,
+                  "no MCP server is named '" + server + "' (configured: " + names + ")");
+    }
+    if (closed_.load()) throw closed_error(server);
+    return it->second;
+  }
+
+  /// Runs `work` on the I/O thread and waits for it on this one.
+  template <class T>
+  T block(net::awaitable<T> work) {
+    if (runtime_.on_io_thread()) {
+      throw Error(errc::kInvalidArgument,
+                  "a blocking McpClient function was called on the client's I/O thread (from "
+                  "one of its callbacks); use the asynchronous ones");
+    }
+    std::promise<T> promise;
+    std::future<T> result = promise.get_future();
+    {
+      std::shared_lock lock(gate_);
+      if (closed_.load()) throw closed_error({});
+      runtime_.active.fetch_add(1);
+      net::co_spawn(runtime_.io(), counted(&runtime_, std::move(work)),
+                    [&promise](std::exception_ptr e, T value) {
+                      if (e) {
+                        promise.set_exception(e);
+                      } else {
+                        promise.set_value(std::move(value));
+                      }
+                    });
+    }
+    return result.get();
+  }
+
+  /// Runs `work` on the I/O thread; the caller resumes on its own executor.
+  template <class T>
+  static net::awaitable<T> on_io(std::shared_ptr<McpClientCore> self, net::awaitable<T> work) {
+    net::awaitable<T> op = self->spawn(std::move(work));
+    T result = co_await std::move(op);
+    co_return result;
+  }
+
+  /// The tools of `servers` (all when empty), on the I/O thread. (It keeps no reference to the
+  /// core: its frame ends on the I/O thread after its caller resumed, and the last reference must
+  /// never be dropped there.)
+  net::awaitable<std::vector<Tool>> tools_io(std::vector<std::string> servers) {
+    ActiveGuard active(runtime_);
+    if (servers.empty()) servers = order_;
+    std::vector<std::shared_ptr<McpSession>> chosen;
+    for (const auto& name : servers) chosen.push_back(session(name));
+    std::vector<std::vector<json>> listed(chosen.size());
+    auto list = [&](std::size_t i) -> net::awaitable<void> {
+      return [](std::shared_ptr<McpSession> s, std::vector<json>* out) -> net::awaitable<void> {
+        *out = co_await s->tools();
+      }(chosen[i], &listed[i]);
+    };
+    net::awaitable<std::vector<std::exception_ptr>> listing =
+        mcp_all_of(runtime_, chosen.size(), list);
+    const std::vector<std::exception_ptr> errors = co_await std::move(listing);
+    std::vector<Tool> out;
+    for (std::size_t i = 0; i < chosen.size(); ++i) {
+      if (errors[i]) {
+        if (!options_->ignore_connection_errors) std::rethrow_exception(errors[i]);
+        try {
+          std::rethrow_exception(errors[i]);
+        } catch (const std::exception& e) {
+          log(LogLevel::warn, "MCP server skipped", {{"server", servers[i]}, {"error", e.what()}});
+        }
+        continue;
+      }
+      for (const auto& t : listed[i]) out.push_back(make_tool(servers[i], t));
+    }
+    co_return out;
+  }
+
+  /// One tools/call from a caller: on the I/O thread, following `options.cancellation` and the
+  /// run of `context` (may be null), its progress to the callbacks and the run's stream.
+  static net::awaitable<json> call(std::shared_ptr<McpClientCore> self, std::string server,
+                                   std::string tool, json args, McpCallOptions options,
+                                   Context* context) {
+    const std::shared_ptr<McpSession> session = self->session(server);
+    if (context != nullptr && context->cancelled()) {
+      throw CancelledError("the MCP tool call " + tool + " was cancelled");
+    }
+    auto control = std::make_shared<McpCallControl>();
+    control->about.server = server;
+    control->about.tool = tool;
+    control->about.args = args;
+    const McpClientOptions& client = *self->options_;
+    const bool to_stream = client.stream_progress && context != nullptr;
+    if (options.on_progress || client.on_progress || to_stream) {
+      control->on_progress = [call_progress = options.on_progress, options = self->options_,
+                              context = to_stream ? context : nullptr](const McpProgress& p) {
+        if (call_progress) call_progress(p);
+        if (options->on_progress) options->on_progress(p);
+        if (context != nullptr) {
+          json event = {{"type", "mcp_progress"}, {"server", p.server},
+                        {"tool", p.tool},         {"progress", p.progress},
+                        {"total", json(nullptr)}, {"message", json(nullptr)}};
+          if (p.total) event["total"] = *p.total;
+          if (!p.message.empty()) event["message"] = p.message;
+          context->write(std::move(event));
+        }
+      };
+    }
+    const McpServerConfig& config = session->config();
+    std::chrono::milliseconds timeout = options.timeout;
+    if (timeout.count() <= 0) timeout = config.tool_timeout;
+    if (timeout.count() <= 0) timeout = client.tool_timeout;
+    if (timeout.count() <= 0) timeout = config.request_timeout;
+
+    net::io_context& io = self->runtime_.io();
+    auto cancel = [&io, session, control] {
+      net::post(io, [session, control] { session->cancel(control, "cancelled by the client"); });
+    };
+    CancellationToken::Subscription by_call = options.cancellation.on_cancel(cancel);
+    CancellationToken::Subscription by_run;
+    if (context != nullptr) by_run = context->config().cancellation.on_cancel(cancel);
+
+    if (!args.is_object()) args = args.is_null() ? json::object() : args;
+    json params = {{"name", tool}, {"arguments", std::move(args)}};
+    // On the I/O thread, keeping no reference to the core (see tools_io); the caller keeps it.
+    net::awaitable<json> work = [](std::shared_ptr<McpSession> s, json p,
+                                   std::chrono::milliseconds t,
+                                   std::shared_ptr<McpCallControl> c) -> net::awaitable<json> {
+      net::awaitable<json> sent = s->request("tools/call", std::move(p), t, std::move(c));
+      json result = co_await std::move(sent);
+      co_return result;
+    }(session, std::move(params), timeout, control);
+    net::awaitable<json> op = on_io(self, std::move(work));
+    json result = co_await std::move(op);
+    co_return result;
+  }
+
+  /// Ends every session, then the I/O thread. Idempotent; not on the I/O thread.
+  void shutdown() {
+    {
+      std::unique_lock lock(gate_);
+      if (closed_.load()) return;
+      closed_ = true;  // no call starts any more
+    }
+    std::vector<std::shared_ptr<McpSession>> all;
+    for (const auto& name : order_) all.push_back(sessions_.at(name));
+    std::promise<bool> closed;
+    std::future<bool> done = closed.get_future();
+    net::co_spawn(runtime_.io(), close_all(all),
+                  [&closed](std::exception_ptr, bool) { closed.set_value(true); });
+    (void)done.get();
+    std::chrono::milliseconds longest{0};
+    for (const auto& s : all) longest = std::max(longest, s->config().shutdown_timeout);
+    runtime_.stop(longest * 3 + std::chrono::milliseconds(1000));
+  }
+
+ private:
+  static McpError closed_error(const std::string& server) {
+    return McpError(errc::kMcpConnection,
+                    (server.empty() ? std::string() : "MCP server '" + server + "': ") +
+                        "the MCP client was closed",
+                    server);
+  }
+
+  /// `work`, counted in the runtime's active coroutines from before it was spawned (the count
+  /// was taken by the spawner) to its end.
+  template <class T>
+  static net::awaitable<T> counted(McpRuntime* runtime, net::awaitable<T> work) {
+    struct Release {
+      McpRuntime* runtime;
+      ~Release() { runtime->active.fetch_sub(1, std::memory_order_release); }
+    } release{runtime};
+    T result = co_await std::move(work);
+    co_return result;
+  }
+
+  /// `work` spawned on the I/O thread for a coroutine elsewhere. Throws McpError once closed.
+  template <class T>
+  net::awaitable<T> spawn(net::awaitable<T> work) {
+    std::shared_lock lock(gate_);
+    if (closed_.load()) throw closed_error({});
+    runtime_.active.fetch_add(1);
+    return net::co_spawn(runtime_.io(), counted(&runtime_, std::move(work)), net::use_awaitable);
+  }
+
+  net::awaitable<bool> close_all(std::vector<std::shared_ptr<McpSession>> all) {
+    ActiveGuard active(runtime_);
+    auto close_one = [&](std::size_t i) { return all[i]->close(); };
+    net::awaitable<std::vector<std::exception_ptr>> closing =
+        mcp_all_of(runtime_, all.size(), close_one);
+    (void)co_await std::move(closing);
+    co_return true;
+  }
+
+  Tool make_tool(const std::string& server, const json& spec) {
+    const std::string mcp_name = spec["name"].get<std::string>();
+    std::string prefix;
+    if (!options_->additional_tool_name_prefix.empty())
+      prefix += options_->additional_tool_name_prefix + "__";
+    if (options_->prefix_tool_name_with_server_name) prefix += server + "__";
+    std::string description = spec.contains("description") && spec["description"].is_string()
+                                  ? spec["description"].get<std::string>()
+                                  : std::string();
+    json schema = mcp_tool_schema(spec.value("inputSchema", json::object()));
+    Tool::AsyncFn fn = [core = shared_from_this(), server, mcp_name](json args,
+                                                                     ToolRuntime runtime) {
+      return run_tool(core, server, mcp_name, std::move(args), runtime);
+    };
+    return Tool(prefix + mcp_name, std::move(description), std::move(schema), std::move(fn));
+  }
+
+  static net::awaitable<ToolResult> run_tool(std::shared_ptr<McpClientCore> core,
+                                             std::string server, std::string tool, json args,
+                                             ToolRuntime runtime) {
+    McpCallOptions options;
+    net::awaitable<json> called =
+        call(core, server, tool, std::move(args), options, runtime.context);
+    const json result = co_await std::move(called);
+    ToolResult out;
+    out.message = mcp_tool_message(result, server, tool, *core->options_);
+    co_return out;
+  }
+
+  McpRuntime runtime_;  // first: destroyed last, after everything that uses its io_context
+  std::shared_ptr<const McpClientOptions> options_;
+  std::vector<std::string> order_;
+  std::map<std::string, std::shared_ptr<McpSession>> sessions_;
+  std::shared_mutex gate_;  // shared: a call being spawned; unique: closing
+  std::atomic<bool> closed_{false};
+};
+
+}  // namespace detail
+
+McpClient::McpClient(std::map<std::string, McpServerConfig> servers, McpClientOptions options)
+    : core_(std::make_shared<detail::McpClientCore>(std::move(servers), std::move(options))) {}
+
+McpClient::McpClient(const nlohmann::json& config) : McpClient(parse_mcp_config(config)) {}
+
+McpClient::McpClient(McpConfig config)
+    : McpClient(std::move(config.servers), std::move(config.options)) {}
+
+McpClient::~McpClient() {
+  if (core_) core_->shutdown();
+}
+
+McpClient::McpClient(McpClient&&) noexcept = default;
+
+McpClient& McpClient::operator=(McpClient&& other) noexcept {
+  if (this != &other) {
+    if (core_) core_->shutdown();
+    core_ = std::move(other.core_);
+  }
+  return *this;
+}
+
+std::vector<Tool> McpClient::get_tools(const std::vector<std::string>& servers) {
+  return core_->block(core_->tools_io(servers));
+}
+
+net::awaitable<std::vector<Tool>> McpClient::aget_tools(std::vector<std::string> servers) {
+  const std::shared_ptr<detail::McpClientCore> core = core_;
+  net::awaitable<std::vector<Tool>> work = core->tools_io(std::move(servers));
+  net::awaitable<std::vector<Tool>> op = detail::McpClientCore::on_io(core, std::move(work));
+  std::vector<Tool> tools = co_await std::move(op);
+  co_return tools;
+}
+
+std::vector<nlohmann::json> McpClient::list_tools(const std::string& server) {
+  const std::shared_ptr<detail::McpSession> session = core_->session(server);
+  return core_->block(session->tools());
+}
+
+nlohmann::json McpClient::call_tool(const std::string& server, const std::string& tool,
+                                    const nlohmann::json& args, const McpCallOptions& options) {
+  (void)core_->session(server);  // an unknown or closed server: said before anything starts
+  return core_->block(
+      detail::McpClientCore::call(core_, server, tool, args, options, /*context=*/nullptr));
+}
+
+net::awaitable<nlohmann::json> McpClient::acall_tool(std::string server, std::string tool,
+                                                     nlohmann::json args, McpCallOptions options) {
+  const std::shared_ptr<detail::McpClientCore> core = core_;
+  net::awaitable<json> op = detail::McpClientCore::call(
+      core, std::move(server), std::move(tool), std::move(args), std::move(options), nullptr);
+  json result = co_await std::move(op);
+  co_return result;
+}
+
+void McpClient::ping(const std::string& server) {
+  const std::shared_ptr<detail::McpSession> session = core_->session(server);
+  (void)core_->block(session->request("ping", nullptr, session->config().request_timeout, nullptr));
+}
+
+McpServerInfo McpClient::server_info(const std::string& server) {
+  const std::shared_ptr<detail::McpSession> session = core_->session(server);
+  return core_->block(session->info());
+}
+
+std::vector<std::string> McpClient::servers() const {
+  return core_->order();
+}
+
+void McpClient::close() {
+  core_->shutdown();
+}
+
+std::vector<Tool> load_mcp_tools(const nlohmann::json& config) {
+  McpConfig parsed = parse_mcp_config(config);
+  auto core =
+      std::make_shared<detail::McpClientCore>(std::move(parsed.servers), std::move(parsed.options));
+  return core->block(core->tools_io({}));
+}
+
+}  // namespace sg
