@@ -125,14 +125,17 @@ std::vector<BuiltinGraph> make_registry() {
        }});
   graphs.push_back(
       {"react_agent",
-       "The prebuilt ReAct agent (create_react_agent) with two tools, multiply and get_weather",
+       "The prebuilt ReAct agent (create_react_agent) with two tools, multiply and get_weather, "
+       "and those of the MCP servers of --mcp",
        [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {
          ReactAgentOptions agent;
          agent.system_prompt = "You are a helpful assistant. Use the tools when they help.";
          agent.checkpointer = options.checkpointer;
          agent.store = options.store;
          agent.name = "react_agent";
-         return create_react_agent(model_or_local(options), react_tools(), std::move(agent));
+         std::vector<Tool> tools = react_tools();
+         tools.insert(tools.end(), options.tools.begin(), options.tools.end());
+         return create_react_agent(model_or_local(options), std::move(tools), std::move(agent));
        }});
   graphs.push_back(
       {"summarize_and_trim",

@@ -21,11 +21,13 @@
 namespace sg::cli {
 
 /// What a built-in graph is built on. A null model means sg::LocalModel (offline); the
-/// checkpointer and store may be null (no thread memory, no long-term store).
+/// checkpointer and store may be null (no thread memory, no long-term store). `tools` are added
+/// to the react_agent's own (the MCP tools of `stategraph serve --mcp`).
 struct BuiltinGraphOptions {
   std::shared_ptr<const ChatModel> model{};
   std::shared_ptr<Checkpointer> checkpointer{};
   std::shared_ptr<Store> store{};
+  std::vector<Tool> tools{};
 };
 
 /// A compiled built-in graph; its state type tells which one.

@@ -6,6 +6,8 @@
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/core/error.hpp>
 #include <stategraph/models/local_model.hpp>
+#include <stategraph/models/mcp.hpp>
+#include <stategraph/models/react_agent.hpp>
 #include <stategraph/nodes/summarize_trim.hpp>
 #include <stategraph/telemetry/otlp.hpp>
 
@@ -21,6 +23,7 @@
 #include <iostream>
 #include <optional>
 #include <thread>
+#include <type_traits>
 
 #include "builtin_graphs.hpp"
 #include "cli.hpp"
@@ -31,8 +34,15 @@ namespace {
 
 struct ChatArgs {
   std::string db = "stategraph-data";
-  std::string thread = "chat";
+  /// Empty: "chat", or "agent" with --mcp (the two graphs' states differ).
+  std::string thread{};
+  /// An mcpServers file: chat with the ReAct agent and those servers' tools.
+  std::string mcp{};
 };
+
+/// The summarize-and-trim graph of the demo, or with --mcp the ReAct agent.
+template <class S>
+constexpr bool kIsAgent = std::is_same_v<S, AgentState>;
 
 /// Where the typed lines are kept between runs: $XDG_STATE_HOME/stategraph/chat_history, else
 /// ~/.local/state/stategraph/chat_history; empty when neither variable is set.
@@ -128,26 +138,48 @@ class CtrlCCancels {
 constexpr const char* kHelp =
     "  /history             the thread's checkpoints, newest first (ids for /fork)\n"
     "  /state               the state the next message continues from\n"
-    "  /summary             the running summary of the older turns\n"
+    "  /summary             the running summary of the older turns (not with --mcp)\n"
+    "  /tools               the agent's tools (with --mcp)\n"
     "  /fork CHECKPOINT     continue from an older checkpoint (an id or a unique prefix)\n"
     "  /help                this list\n"
     "  /quit                leave (Ctrl-D too); the next run continues the thread\n"
     "  Ctrl-C while a reply streams stops that reply.\n";
 
+/// The system prompt of `chat --mcp`'s agent.
+constexpr const char* kAgentPrompt =
+    "You are a helpful assistant. Use the tools when they help, and say what they returned.";
+
+/// A chat on a thread of the summarize-and-trim graph (S = SummaryTrimState) or of the ReAct
+/// agent with MCP tools (S = AgentState).
+template <class S>
 class ChatSession {
  public:
-  explicit ChatSession(const ChatArgs& args)
+  ChatSession(const ChatArgs& args, std::vector<Tool> tools)
       : args_(args),
         saver_(RocksDbSaver::open(args.db)),
         options_(demo_graph_options()),
-        app_(summarize_and_trim_graph(default_chat_model(), options_)
-                 .compile({.checkpointer = saver_})),
+        tools_(tools),
+        app_(build(saver_, options_, std::move(tools))),
         colour_(colour_output()) {
     config_.thread_id = args.thread;
     // OTEL_EXPORTER_OTLP_ENDPOINT set: each turn's spans go to that collector (its destructor
     // sends the last ones).
     if (auto tracer = OtlpTracer::from_environment())
       config_.callbacks.push_back(std::move(tracer));
+  }
+
+  static CompiledGraph<S> build(const std::shared_ptr<RocksDbSaver>& saver,
+                                const SummaryTrimOptions& options, std::vector<Tool> tools) {
+    if constexpr (kIsAgent<S>) {
+      ReactAgentOptions agent;
+      agent.system_prompt = kAgentPrompt;
+      agent.checkpointer = saver;
+      agent.name = "chat_agent";
+      return create_react_agent(default_chat_model(), std::move(tools), std::move(agent));
+    } else {
+      return summarize_and_trim_graph(default_chat_model(), options)
+          .compile({.checkpointer = saver});
+    }
   }
 
   void run() {
@@ -189,14 +221,20 @@ class ChatSession {
     if (!state || state->values.messages.empty()) {
       std::cout << " (new)\n";
     } else {
-      std::cout << fmt::format(" (continuing: {} turns, {} messages kept, summary {} chars)\n",
-                               state->values.turns, state->values.messages.size(),
-                               state->values.summary.size());
+      if constexpr (kIsAgent<S>) {
+        std::cout << fmt::format(" (continuing: {} messages)\n", state->values.messages.size());
+      } else {
+        std::cout << fmt::format(" (continuing: {} turns, {} messages kept, summary {} chars)\n",
+                                 state->values.turns, state->values.messages.size(),
+                                 state->values.summary.size());
+      }
       for (const Message& m : last_exchange(state->values.messages)) {
         std::cout << paint(fmt::format("  {}: {}", to_string(m.type), one_line(m.text(), 100)), "2")
                   << '\n';
       }
     }
+    if constexpr (kIsAgent<S>)
+      std::cout << fmt::format("{} tools from {}\n", tools_.size(), args_.mcp);
     std::cout << "Type a message; /help lists the commands, /quit or Ctrl-D leaves.\n";
   }
 
@@ -205,36 +243,56 @@ class ChatSession {
     return {messages.begin() + static_cast<std::ptrdiff_t>(from), messages.end()};
   }
 
-  /// Runs one turn, streaming the reply of the "chat" node.
+  /// Runs one turn, streaming the replies of the model's node ("chat", or the agent's "agent")
+  /// and, for the agent, a line per tool result.
   void turn(const std::string& text) {
     RunConfig config = current_config();
     config.cancellation = CancellationToken::create();
-    auto update = Update<SummaryTrimState>{}.set<&SummaryTrimState::messages>(human(text));
-    bool streamed = false;
+    auto update = Update<S>{}.template set<&S::messages>(human(text));
+    bool streamed = false;  // text of the current reply was printed
+    const auto prompt = [this] { std::cout << paint("ai> ", "1;36") << std::flush; };
     try {
-      std::optional<SummaryTrimState> state;
+      std::optional<S> state;
       {
         // Ctrl-C stops the reply from the moment its prompt shows.
         CtrlCCancels ctrl_c(config.cancellation);
-        std::cout << paint("ai> ", "1;36") << std::flush;
-        state = app_.stream(std::move(update), config, StreamMode::messages,
-                            [&](const StreamEvent<SummaryTrimState>& event) {
-                              if (event.node != "chat" || !event.message) return;
-                              std::cout << event.message->message.text() << std::flush;
-                              streamed = true;
-                            })
-                    .state;
+        prompt();
+        state =
+            app_.stream(std::move(update), config, StreamMode::messages,
+                        [&](const StreamEvent<S>& event) {
+                          if (!event.message) return;
+                          const Message& m = event.message->message;
+                          if (event.node == (kIsAgent<S> ? "agent" : "chat")) {
+                            std::cout << m.text() << std::flush;
+                            streamed = streamed || !m.text().empty();
+                          } else if (m.type == MessageType::tool) {
+                            // On a line of its own: "ai> [tool: result]".
+                            if (streamed) {
+                              std::cout << '\n';
+                              prompt();
+                            }
+                            std::cout
+                                << paint(fmt::format("[{}: {}]", m.name, one_line(m.text(), 100)),
+                                         "2")
+                                << '\n';
+                            prompt();
+                            streamed = false;
+                          }
+                        })
+                .state;
       }
       fork_from_.reset();  // the fork's new branch is now the thread's head
       if (!streamed && !state->messages.empty()) std::cout << state->messages.back().text();
       std::cout << '\n';
-      const auto context = summary_trim_context(*state, options_);
-      std::cout << paint(fmt::format("   [turn {} | kept {} msgs | {} tokens in context | summary "
-                                     "{} chars]",
-                                     state->turns, state->messages.size(),
-                                     options_.token_counter(context), state->summary.size()),
-                         "2")
-                << '\n';
+      if constexpr (!kIsAgent<S>) {
+        const auto context = summary_trim_context(*state, options_);
+        std::cout << paint(fmt::format("   [turn {} | kept {} msgs | {} tokens in context | "
+                                       "summary {} chars]",
+                                       state->turns, state->messages.size(),
+                                       options_.token_counter(context), state->summary.size()),
+                           "2")
+                  << '\n';
+      }
     } catch (const CancelledError&) {
       std::cout << '\n' << paint("   [stopped; the thread keeps your message]", "2") << '\n';
     }
@@ -255,11 +313,16 @@ class ChatSession {
         history();
       } else if (name == "/state") {
         show_state();
-      } else if (name == "/summary") {
-        const auto state = app_.get_state(current_config());
-        const std::string summary = state ? state->values.summary : "";
-        std::cout << (summary.empty() ? "(no summary yet: the conversation still fits)" : summary)
-                  << '\n';
+      } else if (name == "/summary" && !kIsAgent<S>) {
+        if constexpr (!kIsAgent<S>) {
+          const auto state = app_.get_state(current_config());
+          const std::string summary = state ? state->values.summary : "";
+          std::cout << (summary.empty() ? "(no summary yet: the conversation still fits)" : summary)
+                    << '\n';
+        }
+      } else if (name == "/tools" && kIsAgent<S>) {
+        for (const Tool& t : tools_)
+          std::cout << fmt::format("  {}: {}\n", t.name(), one_line(t.spec().description, 90));
       } else if (name == "/fork") {
         fork(arg);
       } else {
@@ -300,10 +363,12 @@ class ChatSession {
       return;
     }
     const auto& v = state->values;
-    std::cout << fmt::format(
-        "checkpoint {} (step {}){}\nturns {}, summary {} chars, {} messages:\n",
-        state->config.checkpoint_id, state->metadata.value("step", -1),
-        fork_from_ ? ", the fork point" : "", v.turns, v.summary.size(), v.messages.size());
+    std::cout << fmt::format("checkpoint {} (step {}){}\n", state->config.checkpoint_id,
+                             state->metadata.value("step", -1),
+                             fork_from_ ? ", the fork point" : "");
+    if constexpr (!kIsAgent<S>)
+      std::cout << fmt::format("turns {}, summary {} chars, ", v.turns, v.summary.size());
+    std::cout << fmt::format("{} messages:\n", v.messages.size());
     for (std::size_t i = 0; i < v.messages.size(); ++i) {
       const Message& m = v.messages[i];
       std::cout << fmt::format("  [{}] {}: {}\n", i, to_string(m.type), one_line(m.text(), 100));
@@ -343,7 +408,8 @@ class ChatSession {
   ChatArgs args_;
   std::shared_ptr<RocksDbSaver> saver_;
   SummaryTrimOptions options_;
-  CompiledGraph<SummaryTrimState> app_;
+  std::vector<Tool> tools_;
+  CompiledGraph<S> app_;
   bool colour_;
   RunConfig config_;
   std::optional<std::string> fork_from_;
@@ -358,11 +424,23 @@ void add_chat_command(CLI::App& app, Action& action) {
       "Chat with the summarize-and-trim graph of the demo on a RocksDB thread that the next run "
       "continues (line editing and history on a terminal; one message per line from a pipe)");
   chat->add_option("--db", args->db, "RocksDB directory")->capture_default_str();
-  chat->add_option("--thread", args->thread, "Thread id")->capture_default_str();
+  chat->add_option("--thread", args->thread, "Thread id (default: chat; agent with --mcp)");
+  chat->add_option("--mcp", args->mcp,
+                   "An mcpServers JSON file (the shape MCP clients share): chat with the ReAct "
+                   "agent and the tools of those MCP servers instead")
+      ->check(CLI::ExistingFile);
   chat->footer(std::string("\nCommands inside the chat:\n") + kHelp);
   chat->callback([&action, args] {
     action = [args] {
-      ChatSession session(*args);
+      if (args->mcp.empty()) {
+        if (args->thread.empty()) args->thread = "chat";
+        ChatSession<SummaryTrimState> session(*args, {});
+        session.run();
+        return;
+      }
+      if (args->thread.empty()) args->thread = "agent";
+      std::vector<Tool> tools = load_mcp_tools(read_mcp_config_file(args->mcp));
+      ChatSession<AgentState> session(*args, std::move(tools));
       session.run();
     };
   });

@@ -20,6 +20,7 @@ void add_serve_command(CLI::App& app, Action& action) {
     graph_options.model = default_chat_model();
     graph_options.checkpointer = options.checkpointer;
     graph_options.store = options.store;
+    graph_options.tools = options.mcp_tools;
     for (const BuiltinGraph& builtin : builtin_graphs()) {
       std::visit([&](auto&& g) { registry.add(builtin.name, served_graph(std::move(g))); },
                  builtin.build(graph_options));

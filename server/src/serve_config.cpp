@@ -3,6 +3,7 @@
 #include "serve_config.hpp"
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/models/mcp.hpp>
 
 #include <fmt/format.h>
 
@@ -179,7 +180,8 @@ ServeConfig::StoreIndex read_store_index(const json& index) {
 
 ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
   if (!doc.is_object()) throw ConfigError{"", "the file must hold a JSON object"};
-  only_fields(doc, "", {"graphs", "env", "http", "store", "checkpointer", "auth", "$schema"});
+  only_fields(doc, "",
+              {"graphs", "env", "http", "store", "checkpointer", "auth", "mcpServers", "$schema"});
   ServeConfig out;
   if (!doc.contains("graphs")) throw ConfigError{"graphs", "is required"};
   const json& graphs = doc["graphs"];
@@ -240,6 +242,15 @@ ServeConfig parse(const json& doc, const std::filesystem::path& dir) {
       throw ConfigError{"auth.path", "must be the path of an auth library (SG_AUTH_LIBRARY)"};
     }
     out.auth_library = (dir / path->get<std::string>()).lexically_normal().string();
+  }
+  if (doc.contains("mcpServers")) {
+    json mcp = {{"mcpServers", doc["mcpServers"]}};
+    try {
+      (void)parse_mcp_config(mcp);  // its errors name the field: mcpServers.NAME.args[1]: ...
+    } catch (const Error& e) {
+      throw ConfigError{"", e.what()};
+    }
+    out.mcp = std::move(mcp);
   }
   if (doc.contains("http")) {
     const json& http = doc["http"];

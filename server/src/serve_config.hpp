@@ -50,6 +50,9 @@ struct ServeConfig {
   std::optional<StoreIndex> store_index;
   /// auth.path, an absolute path: the auth library; empty when none.
   std::string auth_library;
+  /// mcpServers, when given, as `{"mcpServers": ...}` (parse_mcp_config's shape, checked): the
+  /// MCP servers whose tools the served agents get (ServerOptions::mcp_tools).
+  nlohmann::json mcp{};
 };
 
 /// Reads `path`. Relative paths in it are taken from the file's directory. Throws sg::Error

@@ -4,7 +4,9 @@
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
 #include <stategraph/core/error.hpp>
+#include <stategraph/core/log.hpp>
 #include <stategraph/core/version.hpp>
+#include <stategraph/models/mcp.hpp>
 #include <stategraph/models/openai.hpp>
 #if SG_WITH_POSTGRES
 #include <stategraph/postgres/postgres_saver.hpp>
@@ -39,6 +41,7 @@ namespace {
 
 struct ServeArgs {
   std::string config;
+  std::string mcp;
   std::string host = "127.0.0.1";
   std::uint16_t port = 2024;
   std::string db = "stategraph-server";
@@ -239,6 +242,15 @@ void serve(const std::string& program, const ServeArgs& args,
     std::static_pointer_cast<KvStore>(options.store)
         ->start_sweeper(config->store_ttl->sweep_interval);
   }
+  // --mcp wins over stategraph.json's mcpServers, as options given win over the file.
+  const nlohmann::json mcp = !args.mcp.empty() ? read_mcp_config_file(args.mcp)
+                                               : (config ? config->mcp : nlohmann::json());
+  if (!mcp.is_null()) {
+    options.mcp_tools = load_mcp_tools(mcp);
+    std::vector<std::string> names;
+    for (const Tool& tool : options.mcp_tools) names.push_back(tool.name());
+    log(LogLevel::info, "mcp tools", {{"tools", names}});
+  }
   GraphRegistry builtins;
   if (register_graphs) register_graphs(builtins, options);
   Server server(options);
@@ -283,6 +295,11 @@ void add_serve_options(CLI::App& command, std::function<void()>& action,
                   "A stategraph.json: the graphs to serve (graph libraries, built-ins), env, "
                   "http (cors, public_paths), auth (a handler library); docs/deploy.md")
       ->envname("STATEGRAPH_CONFIG")
+      ->check(CLI::ExistingFile);
+  cmd->add_option("--mcp", args->mcp,
+                  "An mcpServers JSON file (the shape MCP clients share; stategraph.json's "
+                  "mcpServers otherwise): the served agents get those MCP servers' tools")
+      ->envname("STATEGRAPH_MCP")
       ->check(CLI::ExistingFile);
   cmd->add_option("--host", args->host,
                   "Address to bind (a non-loopback one needs "

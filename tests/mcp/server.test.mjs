@@ -196,3 +196,45 @@ describe("the inspector's CLI mode", { timeout: TEST_TIMEOUT }, () => {
       (e) => e.code !== 0 && /auth|401/i.test(e.stdout + e.stderr));
   });
 });
+
+describe("react_agent with the tools of server-everything (serve --mcp)", { timeout: TEST_TIMEOUT }, () => {
+  /// The messages of a react_agent run as [type, name, content, tool call names].
+  const summary = (messages) =>
+    messages.map((m) => [m.type, m.name ?? "", m.content, (m.tool_calls ?? []).map((c) => c.name)]);
+
+  test("answers through the LangGraph API with server-everything's echo tool", async () => {
+    const response = await fetch(`${API_URL}/runs/wait`, {
+      method: "POST",
+      headers: { "x-api-key": API_KEY, "content-type": "application/json" },
+      body: JSON.stringify({
+        assistant_id: "react_agent",
+        input: { messages: [{ type: "human", content: "echo hello from MCP" }] },
+      }),
+    });
+    assert.equal(response.status, 200);
+    const { messages } = await response.json();
+    assert.deepEqual(summary(messages), [
+      ["human", "", "echo hello from MCP", []],
+      ["ai", "", "", ["echo"]],
+      ["tool", "echo", "Echo: hello from MCP", []],
+      ["ai", "", "The echo tool says: Echo: hello from MCP", []],
+    ]);
+    assert.deepEqual(messages[1].tool_calls[0].args, { message: "hello from MCP" });
+    assert.equal(messages[2].status, "success");
+  });
+
+  test("answers through /mcp, with server-everything's get-sum tool", async () => {
+    const { client } = await connect();
+    try {
+      const result = await client.callTool({ name: "react_agent", arguments: humanInput("get-sum 2 and 40") });
+      const { messages } = outputOf(result);
+      assert.deepEqual(summary(messages).slice(1), [
+        ["ai", "", "", ["get-sum"]],
+        ["tool", "get-sum", "The sum of 2 and 40 is 42.", []],
+        ["ai", "", "The get-sum tool says: The sum of 2 and 40 is 42.", []],
+      ]);
+    } finally {
+      await client.close();
+    }
+  });
+});

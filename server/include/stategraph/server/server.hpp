@@ -14,6 +14,7 @@
 // What is served: docs/server.md.
 
 #include <stategraph/core/checkpointer.hpp>
+#include <stategraph/models/tool.hpp>
 #include <stategraph/server/served_graph.hpp>
 #include <stategraph/store/store.hpp>
 #include <stategraph/telemetry/otlp.hpp>
@@ -142,6 +143,11 @@ struct ServerOptions {
   /// The long-term memory of the /store endpoints and of graphs given as a StateGraph; null: an
   /// InMemoryStore.
   std::shared_ptr<Store> store{};
+  /// Tools for the served agents: those of the MCP servers that stategraph.json's mcpServers or
+  /// `--mcp` name, connected by serve_main before it registers the graphs (a program's
+  /// RegisterGraphs gives them to its agents; `stategraph serve`'s react_agent adds them to its
+  /// own). The server itself does not call them.
+  std::vector<Tool> mcp_tools{};
   /// Where the server keeps its records of threads and runs; null: an InMemoryStore. A
   /// RocksDbStore keeps them across restarts (with a RocksDbSaver as the checkpointer).
   std::shared_ptr<Store> records{};
