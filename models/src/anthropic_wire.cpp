@@ -119,6 +119,13 @@ json user_block(const json& block, std::size_t index) {
   return out;
 }
 
+/// Whether a content block of this type takes its input as input_json_delta fragments when it
+/// streams: a tool_use block, and a server tool's call (server_tool_use, and mcp_tool_use of the
+/// MCP connector).
+bool streams_input(const std::string& type) {
+  return type == "tool_use" || type == "server_tool_use" || type == "mcp_tool_use";
+}
+
 /// Whether a block is a text block with nothing but whitespace (which the API refuses).
 bool blank_text(const json& block) {
   return block.is_object() && json_string(block, "type") == "text" &&
@@ -245,9 +252,10 @@ json ai_content(const Message& m, std::size_t index) {
         blocks.push_back(std::move(block));
       } else if (type == "image" || type == "image_url") {
         blocks.push_back(user_block(b, index));
-      } else {
+      } else {  // server tool blocks and what is newer: as they came
         json block = b;
         block.erase("index");
+        block.erase("partial_json");  // a streamed input that was not JSON (not the API's)
         blocks.push_back(std::move(block));
       }
     }
@@ -301,6 +309,26 @@ std::int64_t saturated_sum(std::int64_t a, std::int64_t b) {
                  : std::numeric_limits<std::int64_t>::min();
   }
   return sum;
+}
+
+/// A streamed server tool call's input (its input_json_delta fragments put together) into its
+/// block: the JSON object it is, as in an unstreamed reply. Input that is not a JSON object is
+/// kept as `partial_json` (as in LangChain's merged chunks), the input staying the one the block
+/// started with ({} when none): the block is still one the API takes back.
+void set_server_tool_input(json& block, const std::string& text) {
+  if (!blank(text)) {
+    try {
+      json input = json::parse(text);
+      if (input.is_object()) {
+        block["input"] = std::move(input);
+        block.erase("partial_json");
+        return;
+      }
+    } catch (const json::exception&) {  // not JSON, or a number out of range (1e999)
+    }
+    block["partial_json"] = text;
+  }
+  if (!block.contains("input") || !block["input"].is_object()) block["input"] = json::object();
 }
 
 }  // namespace
@@ -632,33 +660,39 @@ std::optional<MessageChunk> AnthropicStreamAccumulator::add(const json& event) {
     const std::size_t i = index->get<std::size_t>();
     content_[i] = *block;
     const std::string kind = json_string(*block, "type");
+    if (streams_input(kind)) {
+      partial_json_[i] = "";
+    } else {
+      partial_json_.erase(i);
+    }
     MessageChunk out = chunk();
     if (kind == "tool_use") {
-      partial_json_[i] = "";
       if (json_string(*block, "name") == format_tool_) return std::nullopt;
       out.tool_call_chunks.push_back(ToolCallChunk{
           json_string(*block, "id"), json_string(*block, "name"), "", static_cast<int>(i)});
       return out;
     }
-    if (kind == "redacted_thinking") {
-      json shown = *block;
-      shown["index"] = i;
-      out.message.content = Content::Blocks{std::move(shown)};
-      return out;
-    }
-    if (kind == "text" && !json_string(*block, "text").empty()) {
+    if (kind == "text") {
       const std::string text = json_string(*block, "text");
+      if (text.empty()) return std::nullopt;
       out.message.content =
           blocks_ ? Content(Content::Blocks{{{"type", "text"}, {"text", text}, {"index", i}}})
                   : Content(text);
       return out;
     }
-    if (kind == "thinking" && !json_string(*block, "thinking").empty()) {
+    if (kind == "thinking") {
+      if (json_string(*block, "thinking").empty()) return std::nullopt;
       out.message.content = Content::Blocks{
           {{"type", "thinking"}, {"thinking", json_string(*block, "thinking")}, {"index", i}}};
       return out;
     }
-    return std::nullopt;
+    // redacted_thinking, a server tool's call (server_tool_use: its input follows as
+    // input_json_delta) and result (web_search_tool_result, ...), newer blocks: shown whole, as
+    // they start. A server tool's call is not a tool call: the API ran it.
+    json shown = *block;
+    shown["index"] = i;
+    out.message.content = Content::Blocks{std::move(shown)};
+    return out;
   }
   if (type == "content_block_delta") {
     json& block = block_at(event);
@@ -681,12 +715,16 @@ std::optional<MessageChunk> AnthropicStreamAccumulator::add(const json& event) {
       return out;
     }
     if (kind == "input_json_delta") {
-      if (json_string(block, "type") != "tool_use")
-        invalid_reply("an input_json_delta for a " + json_string(block, "type") + " block");
+      const std::string block_type = json_string(block, "type");
+      if (!streams_input(block_type))
+        invalid_reply("an input_json_delta for a " + block_type + " block");
       const std::string part = json_string(*delta, "partial_json");
       partial_json_[i] += part;
       if (part.empty()) return std::nullopt;
-      if (json_string(block, "name") == format_tool_) {
+      if (block_type != "tool_use") {  // a server tool's input: a content block, as LangChain's
+        out.message.content =
+            Content::Blocks{{{"type", "input_json_delta"}, {"partial_json", part}, {"index", i}}};
+      } else if (json_string(block, "name") == format_tool_) {
         text_chunk(part);
       } else {
         out.tool_call_chunks.push_back(ToolCallChunk{"", "", part, static_cast<int>(i)});
@@ -761,7 +799,14 @@ Message AnthropicStreamAccumulator::result() const {
   for (const auto& [index, block] : content_) {
     json b = block;
     const auto partial = partial_json_.find(index);
-    if (partial != partial_json_.end() && !partial->second.empty()) b["input"] = partial->second;
+    if (partial != partial_json_.end()) {
+      if (json_string(b, "type") == "tool_use") {
+        // parse_anthropic_message reads it as a tool call's arguments.
+        if (!partial->second.empty()) b["input"] = partial->second;
+      } else {
+        set_server_tool_input(b, partial->second);
+      }
+    }
     content.push_back(std::move(b));
   }
   body["content"] = std::move(content);

@@ -57,7 +57,11 @@ namespace sg::detail {
 /// string, or a text block with the content block's index when `blocks`), thinking and
 /// signature deltas as thinking blocks with their index, tool_use blocks as tool-call chunks
 /// (id and name first, then the input_json_delta fragments, with the content block's index),
-/// and the stop reason with the whole usage in the message_delta chunk. Not synchronized.
+/// other blocks (redacted_thinking, server tools' calls and results, newer ones) whole with
+/// their index as they start, a server tool call's input_json_delta fragments as
+/// `{type: input_json_delta, partial_json, index}` blocks (a server tool call is kept in the
+/// content with its input, never a tool call), and the stop reason with the whole usage in the
+/// message_delta chunk. Not synchronized.
 class AnthropicStreamAccumulator {
  public:
   /// `format_tool`: as parse_anthropic_message's; its input streams as text.
@@ -81,7 +85,8 @@ class AnthropicStreamAccumulator {
   bool started_ = false;
   bool finished_ = false;
   nlohmann::json message_ = nlohmann::json::object();
-  /// Content blocks by index; a tool_use block's input arrives as partial JSON text.
+  /// Content blocks by index; the input of a tool_use or server tool call block arrives as
+  /// partial JSON text.
   std::map<std::size_t, nlohmann::json> content_{};
   std::map<std::size_t, std::string> partial_json_{};
 };

@@ -29,7 +29,9 @@ struct Streamed {
   std::string text;
   std::string thinking;
   std::string signature;
-  std::string args;  // tool-call chunks' argument fragments
+  std::string args;             // tool-call chunks' argument fragments
+  std::size_t call_chunks = 0;  // tool-call chunks
+  std::string input;            // a server tool call's input fragments (input_json_delta blocks)
 };
 
 /// `object[key]` when it is a string, else "".
@@ -50,9 +52,17 @@ void add_chunk(Streamed& block, const MessageChunk& chunk) {
         block.thinking += string_at(b, "thinking");
         block.signature += string_at(b, "signature");
       }
+      if (type == "input_json_delta") block.input += string_at(b, "partial_json");
     }
   }
   for (const auto& piece : chunk.tool_call_chunks) block.args += piece.args;
+  block.call_chunks += chunk.tool_call_chunks.size();
+}
+
+/// Whether `text` is nothing but whitespace.
+bool blank_text(const std::string& text) {
+  return std::all_of(text.begin(), text.end(),
+                     [](char c) { return std::isspace(static_cast<unsigned char>(c)); });
 }
 
 /// Checks the reply's block against what its content block streamed; aborts when they differ.
@@ -76,11 +86,27 @@ void check_block(const json& reply, const Streamed& streamed, const std::string&
         (signature == reply.end() || !signature->is_string() ||
          !signature->get<std::string>().ends_with(streamed.signature)))
       std::abort();
+  } else if (streamed.type == "server_tool_use" || streamed.type == "mcp_tool_use") {
+    // A server tool's call: kept as a block with an object input, never a tool call. Its input
+    // is the fragments' JSON object; fragments that are not one are kept as partial_json.
+    if (type != streamed.type || streamed.call_chunks != 0) std::abort();
+    const auto input = reply.find("input");
+    if (input == reply.end() || !input->is_object()) std::abort();
+    if (blank_text(streamed.input)) return;
+    json parsed;
+    try {
+      parsed = json::parse(streamed.input);
+    } catch (const json::exception&) {  // not JSON, or a number out of range
+      parsed = nullptr;
+    }
+    if (parsed.is_object()) {
+      if (*input != parsed || reply.contains("partial_json")) std::abort();
+    } else if (string_at(reply, "partial_json") != streamed.input) {
+      std::abort();
+    }
   } else if (streamed.type == "tool_use") {
     if (type != "tool_use") std::abort();
-    const bool blank = std::all_of(streamed.args.begin(), streamed.args.end(), [](char c) {
-      return std::isspace(static_cast<unsigned char>(c));
-    });
+    const bool blank = blank_text(streamed.args);
     if (blank || streamed.name.empty()) return;
     // Arguments that are a JSON object become the call's input; others an invalid tool call
     // with the raw text, and an empty input.
@@ -99,6 +125,9 @@ void check_block(const json& reply, const Streamed& streamed, const std::string&
         std::any_of(message.invalid_tool_calls.begin(), message.invalid_tool_calls.end(),
                     [&](const InvalidToolCall& call) { return call.args == streamed.args; });
     if (!listed) std::abort();
+  } else if (type != streamed.type || streamed.call_chunks != 0 || !streamed.input.empty()) {
+    // Any other block (redacted_thinking, a server tool's result, a newer one): kept whole.
+    std::abort();
   }
 }
 

@@ -41,8 +41,9 @@ int sse_parser(const std::uint8_t* data, std::size_t size);
 /// the rest, a streamed Messages API reply, goes through SseParser and its events through
 /// AnthropicStreamAccumulator as the Anthropic client reads them (refused only with ModelError;
 /// an error event with a status from 400 to 599). With one message_start and each content block
-/// started once, the reply's blocks are what their chunks carried (text, thinking, tool input);
-/// the reply reads back as the same message.
+/// started once, the reply's blocks are what their chunks carried (text, thinking, tool input,
+/// a server tool call's input, never a tool call; other blocks kept whole); the reply reads back
+/// as the same message.
 int anthropic_stream(const std::uint8_t* data, std::size_t size);
 /// Up to 8 requests to the server's handler (server/src/api.hpp, no sockets), all in memory,
 /// after a thread was created and run to an interrupt: a method byte, a route byte (the API's

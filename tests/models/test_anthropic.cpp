@@ -18,6 +18,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <string>
 #include <thread>
@@ -140,6 +141,28 @@ json thinking_message() {
                              {"name", "get_weather"},
                              {"input", {{"city", "Paris"}}}}},
                            "tool_use", {{"input_tokens", 50}, {"output_tokens", 80}},
+                           "claude-test");
+}
+
+/// A reply that used the web search server tool, as the API gives it: text, the server tool's
+/// call (server_tool_use), its result (web_search_tool_result) and a text citing the result.
+json web_search_message() {
+  return anthropic_message("msg_search", json::parse(R"([
+    {"type": "text", "text": "Let me search for that."},
+    {"type": "server_tool_use", "id": "srvtoolu_01", "name": "web_search",
+     "input": {"query": "Paris weather today"}, "caller": {"type": "direct"}},
+    {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_01", "content": [
+      {"type": "web_search_result", "url": "https://weather.example/paris",
+       "title": "Paris: sunny, 21 C", "encrypted_content": "EqgfCioIARgBIiQ3YTI2",
+       "page_age": "1 hour ago"}]},
+    {"type": "text", "text": "It is sunny in Paris.", "citations": [
+      {"type": "web_search_result_location", "url": "https://weather.example/paris",
+       "title": "Paris: sunny, 21 C", "encrypted_index": "Eo8BCioIAhgBIiQy",
+       "cited_text": "Sunny, 21 C"}]}])"),
+                           "end_turn",
+                           {{"input_tokens", 2100},
+                            {"output_tokens", 60},
+                            {"server_tool_use", {{"web_search_requests", 1}}}},
                            "claude-test");
 }
 
@@ -1142,6 +1165,184 @@ TEST_CASE("anthropic: create_react_agent runs on AnthropicChatModel end to end")
     CHECK(server.requests().at(i).header("traceparent") == spans[i].context.traceparent());
   }
   for (const auto& r : server.requests()) sent_bodies().push_back(r.json());
+}
+
+TEST_CASE("anthropic: server tool blocks are kept in the content, streamed or not, not calls") {
+  const json message = web_search_message();
+  const json& blocks = message["content"];
+  // Unstreamed: every block as the API gave it; the server tool's call is no tool call.
+  const sg::Message reply = sg::detail::parse_anthropic_message(message, "");
+  CHECK(reply.content == sg::Content(sg::Content::Blocks(blocks.begin(), blocks.end())));
+  CHECK(reply.tool_calls.empty());
+  CHECK(reply.invalid_tool_calls.empty());
+  CHECK(reply.text() == "Let me search for that.It is sunny in Paris.");
+
+  // Streamed as the API streams it: the server_tool_use block starts with input {} and its
+  // input follows as input_json_delta fragments; the result block comes whole.
+  const std::vector<json> events = anthropic_stream_events(message, 5);
+  std::size_t fragments = 0;
+  for (const json& e : events) {
+    if (e["type"] == "content_block_start" && e["index"] == 1)
+      CHECK(e["content_block"]["input"] == json::object());
+    if (e["type"] == "content_block_delta" && e["index"] == 1) {
+      CHECK(e["delta"]["type"] == "input_json_delta");
+      ++fragments;
+    }
+  }
+  CHECK(fragments > 3);
+  for (const bool as_blocks : {false, true}) {
+    CAPTURE(as_blocks);
+    sg::detail::AnthropicStreamAccumulator accumulator("", as_blocks);
+    std::map<int, json> shown;  // the blocks shown whole, by index
+    std::string input;          // the server tool's input fragments
+    std::string text;
+    for (const json& e : events) {
+      const std::optional<sg::MessageChunk> chunk = accumulator.add(e);
+      if (!chunk) continue;
+      CHECK(chunk->tool_call_chunks.empty());
+      text += chunk->message.text();
+      if (!chunk->message.content.is_blocks()) continue;
+      for (const auto& b : chunk->message.content.blocks()) {
+        if (b["type"] == "input_json_delta") {
+          CHECK(b["index"] == 1);
+          input += b["partial_json"].get<std::string>();
+        } else if (b["type"] != "text") {
+          shown[b["index"].get<int>()] = b;
+        }
+      }
+    }
+    CHECK(text == reply.text());
+    CHECK(json::parse(input) == blocks[1]["input"]);
+    json call = blocks[1];
+    call["input"] = json::object();
+    call["index"] = 1;
+    json result = blocks[2];
+    result["index"] = 2;
+    CHECK(shown == std::map<int, json>{{1, call}, {2, result}});
+    CHECK(accumulator.result() == reply);  // the server tool's input parsed, as unstreamed
+  }
+
+  // A server tool call with no input in its start (as the docs show web_fetch's), input that is
+  // not JSON, and one without input fragments: the text is kept as partial_json, the input stays
+  // an object, and the blocks go back as the API takes them.
+  const json start = events[0];
+  const std::vector<json> odd = {
+      start,
+      json::parse(R"({"type": "content_block_start", "index": 0, "content_block":
+        {"type": "server_tool_use", "id": "srvtoolu_02", "name": "web_fetch"}})"),
+      json::parse(R"({"type": "content_block_delta", "index": 0,
+        "delta": {"type": "input_json_delta", "partial_json": "{\"url\": \"https://ex"}})"),
+      json::parse(R"({"type": "content_block_stop", "index": 0})"),
+      json::parse(R"({"type": "content_block_start", "index": 1, "content_block":
+        {"type": "server_tool_use", "id": "srvtoolu_03", "name": "code_execution"}})"),
+      json::parse(R"({"type": "content_block_stop", "index": 1})"),
+      json::parse(R"({"type": "content_block_start", "index": 2, "content_block":
+        {"type": "code_execution_tool_result", "tool_use_id": "srvtoolu_03", "content":
+         {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0,
+          "content": []}}})"),
+      json::parse(R"({"type": "content_block_stop", "index": 2})"),
+      json::parse(R"({"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+        "usage": {"output_tokens": 9}})"),
+      json::parse(R"({"type": "message_stop"})")};
+  sg::detail::AnthropicStreamAccumulator accumulator("", true);
+  for (const json& e : odd) (void)accumulator.add(e);
+  const sg::Message kept = accumulator.result();
+  CHECK(kept.tool_calls.empty());
+  CHECK(kept.invalid_tool_calls.empty());
+  REQUIRE(kept.content.is_blocks());
+  REQUIRE(kept.content.blocks().size() == 3);
+  CHECK(kept.content.blocks()[0] == json::parse(R"({"type": "server_tool_use",
+    "id": "srvtoolu_02", "name": "web_fetch", "input": {},
+    "partial_json": "{\"url\": \"https://ex"})"));
+  CHECK(kept.content.blocks()[1] == json::parse(R"({"type": "server_tool_use",
+    "id": "srvtoolu_03", "name": "code_execution", "input": {}})"));
+  CHECK(kept.content.blocks()[2] == odd[6]["content_block"]);
+  const json back = sg::detail::messages_request_body({}, {sg::human("q"), kept}, {}, false);
+  CHECK(back["messages"][1]["content"] == json::array({
+                                              {{"type", "server_tool_use"},
+                                               {"id", "srvtoolu_02"},
+                                               {"name", "web_fetch"},
+                                               {"input", json::object()}},
+                                              kept.content.blocks()[1],
+                                              kept.content.blocks()[2],
+                                          }));
+
+  // input_json_delta stays refused for a block that takes no input.
+  for (const std::size_t index : {0U, 2U}) {  // a text block, a server tool's result
+    CAPTURE(index);
+    sg::detail::AnthropicStreamAccumulator a("", true);
+    std::string error = "no error";
+    try {
+      for (const json& e : events) {
+        if (e["type"] == "content_block_stop" && e["index"] == index) {
+          (void)a.add({{"type", "content_block_delta"},
+                       {"index", index},
+                       {"delta", {{"type", "input_json_delta"}, {"partial_json", "{}"}}}});
+        }
+        (void)a.add(e);
+      }
+    } catch (const sg::ModelError& e) {
+      error = std::string(e.code()) + " " + e.what();
+    }
+    CHECK(error ==
+          std::string("model.invalid_response Anthropic reply: an input_json_delta for a ") +
+              (index == 0 ? "text" : "web_search_tool_result") + " block");
+  }
+}
+
+TEST_CASE("anthropic: server tool use over HTTP, streamed and not, goes back unchanged") {
+  LoopbackAnthropic server;
+  const sg::AnthropicChatModel model(config_for(server));
+  const json message = web_search_message();
+  server.push(anthropic_json(message));
+  server.push(anthropic_sse(anthropic_stream_events(message, 6)));
+  sg::ChatOptions options;
+  options.tools = {weather_tool()};
+  std::vector<sg::Message> conversation = {sg::human("Weather in Paris today?")};
+  const sg::Message whole = model.invoke(conversation, options);
+  std::vector<std::string> shown;
+  const sg::Message streamed = model.stream(conversation, options, [&](const sg::MessageChunk& c) {
+    CHECK(c.tool_call_chunks.empty());  // the API ran the search: nothing to call
+    if (!c.message.content.is_blocks()) return;
+    for (const auto& b : c.message.content.blocks()) {
+      if (b["type"] != "text" && b["type"] != "input_json_delta") shown.push_back(b["type"]);
+    }
+  });
+  CHECK(shown == std::vector<std::string>{"server_tool_use", "web_search_tool_result"});
+  CHECK(streamed == whole);
+  CHECK(whole.tool_calls.empty());
+  CHECK(whole.content ==
+        sg::Content(sg::Content::Blocks(message["content"].begin(), message["content"].end())));
+
+  // The next call sends the blocks back as they came, and the server's checks take them.
+  conversation.push_back(streamed);
+  conversation.push_back(sg::human("And tomorrow?"));
+  const sg::Message answer = model.invoke(conversation, options);
+  CHECK(answer.text() == "echo: And tomorrow?");
+  const json next = server.requests().at(2).json();
+  CHECK(next["messages"] == json::array({
+                                {{"role", "user"}, {"content", "Weather in Paris today?"}},
+                                {{"role", "assistant"}, {"content", message["content"]}},
+                                {{"role", "user"}, {"content", "And tomorrow?"}},
+                            }));
+  for (const auto& r : server.requests()) sent_bodies().push_back(r.json());
+
+  // The server's checks have teeth: a result without its server_tool_use, a field the API does
+  // not have.
+  auto refused = [&](const sg::Content::Blocks& blocks) {
+    std::vector<sg::Message> edited = conversation;
+    edited[1].content = blocks;
+    const sg::ModelError e = model_error([&] { (void)model.invoke(edited, options); });
+    CHECK(e.http_status() == 400);
+    return std::string(e.what());
+  };
+  sg::Content::Blocks blocks = streamed.content.blocks();
+  blocks.erase(blocks.begin() + 1);
+  CHECK(refused(blocks).find("does not match a server_tool_use block") != std::string::npos);
+  blocks = streamed.content.blocks();
+  blocks[2]["streamed"] = true;
+  CHECK(refused(blocks).find("messages.1.content.2.streamed: Extra inputs are not permitted") !=
+        std::string::npos);
 }
 
 TEST_CASE("anthropic: request bodies of every shape, for the SDK type check") {

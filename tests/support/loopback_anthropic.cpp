@@ -80,6 +80,20 @@ std::vector<std::string> pieces_of(const std::string& text, std::size_t size) {
   return out;
 }
 
+/// Whether a block type is a server tool's result (web_search_tool_result,
+/// code_execution_tool_result, ...), which follows its server_tool_use in an assistant turn.
+bool server_tool_result(const std::string& type) {
+  return type.ends_with("_tool_result");
+}
+
+/// The first key of `block` not in `allowed` ("" when there is none).
+std::string extra_key(const json& block, const std::set<std::string>& allowed) {
+  for (const auto& [key, value] : block.items()) {
+    if (!allowed.contains(key)) return key;
+  }
+  return {};
+}
+
 /// The checks of one content block; `where` names it in the message.
 std::string block_error(const json& block, const std::string& where, const std::string& role) {
   if (!block.is_object() || !block.contains("type") || !block["type"].is_string())
@@ -146,6 +160,28 @@ std::string block_error(const json& block, const std::string& where, const std::
   if (type == "redacted_thinking") {
     return field_string(block, "data").empty() ? where + ".data: Field required" : "";
   }
+  // A server tool's call and result, sent back as the API gave them (no streaming leftovers).
+  if (type == "server_tool_use") {
+    if (role != "assistant")
+      return where + ": server_tool_use blocks are only allowed in assistant turns";
+    if (field_string(block, "id").empty() || field_string(block, "name").empty() ||
+        !block.contains("input") || !block["input"].is_object())
+      return where + ": a server_tool_use block needs an id, a name and an input object";
+    const std::string extra =
+        extra_key(block, {"type", "id", "name", "input", "cache_control", "caller"});
+    if (!extra.empty()) return where + "." + extra + ": Extra inputs are not permitted";
+    return {};
+  }
+  if (server_tool_result(type)) {
+    if (role != "assistant")
+      return where + ": " + type + " blocks are only allowed in assistant turns";
+    if (field_string(block, "tool_use_id").empty()) return where + ".tool_use_id: Field required";
+    if (!block.contains("content")) return where + ".content: Field required";
+    const std::string extra =
+        extra_key(block, {"type", "tool_use_id", "content", "cache_control", "caller", "is_error"});
+    if (!extra.empty()) return where + "." + extra + ": Extra inputs are not permitted";
+    return {};
+  }
   return {};  // other block types are not checked here
 }
 
@@ -179,6 +215,7 @@ std::string messages_error(const json& messages) {
     std::vector<std::string> answered;
     bool other_seen = false;
     std::vector<std::string> tool_uses;
+    std::vector<std::string> server_uses;  // this turn's server_tool_use ids so far
     for (std::size_t k = 0; k < blocks.size(); ++k) {
       const std::string at = where + ".content." + std::to_string(k);
       const std::string error = block_error(blocks[k], at, role);
@@ -199,6 +236,13 @@ std::string messages_error(const json& messages) {
         other_seen = true;
       }
       if (type == "tool_use") tool_uses.push_back(field_string(blocks[k], "id"));
+      if (type == "server_tool_use") server_uses.push_back(field_string(blocks[k], "id"));
+      if (server_tool_result(type)) {
+        const std::string id = field_string(blocks[k], "tool_use_id");
+        if (std::find(server_uses.begin(), server_uses.end(), id) == server_uses.end())
+          return at + ": the `tool_use_id` " + id + " of a " + type +
+                 " block does not match a server_tool_use block before it in the same message";
+      }
     }
     if (role == "user") {
       for (const auto& id : open_tool_uses) {
@@ -420,6 +464,10 @@ std::vector<json> anthropic_stream_events(const json& message, std::size_t piece
                         {"content_block", {{"type", "text"}, {"text", ""}}}});
       for (const auto& p : pieces_of(field_string(block, "text"), piece))
         delta({{"type", "text_delta"}, {"text", p}});
+      const json citations = block.value("citations", json());
+      if (citations.is_array()) {
+        for (const auto& c : citations) delta({{"type", "citations_delta"}, {"citation", c}});
+      }
     } else if (type == "thinking") {
       events.push_back({{"type", "content_block_start"},
                         {"index", i},
@@ -435,6 +483,14 @@ std::vector<json> anthropic_stream_events(const json& message, std::size_t piece
                           {"id", block["id"]},
                           {"name", block["name"]},
                           {"input", json::object()}}}});
+      for (const auto& p : pieces_of(block.value("input", json::object()).dump(), piece))
+        delta({{"type", "input_json_delta"}, {"partial_json", p}});
+    } else if (type == "server_tool_use" || type == "mcp_tool_use") {
+      // A server tool's call streams as a tool_use does: input {} first, then its JSON text.
+      json call = block;
+      call["input"] = json::object();
+      events.push_back(
+          {{"type", "content_block_start"}, {"index", i}, {"content_block", std::move(call)}});
       for (const auto& p : pieces_of(block.value("input", json::object()).dump(), piece))
         delta({{"type", "input_json_delta"}, {"partial_json", p}});
     } else {

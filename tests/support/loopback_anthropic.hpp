@@ -12,7 +12,9 @@
 // Every request is checked as the API checks it (anthropic-version and x-api-key headers;
 // model, max_tokens and messages; alternating user and assistant turns; non-empty text blocks;
 // each tool_use answered by a tool_result, first in the next user turn, and no tool_result
-// without its tool_use; tools' names and object input schemas; tool_choice; the thinking budget)
+// without its tool_use; server tools' server_tool_use and result blocks (web_search_tool_result,
+// ...) only in assistant turns, with their fields and no others, each result after its
+// server_tool_use; tools' names and object input schemas; tool_choice; the thinking budget)
 // and refused with the API's 400 or 401 error body when it is wrong. The default reply to a
 // valid request is "echo: <the last user text>" (with LoopbackAnthropicOptions::call_tool, first
 // a tool_use of that tool), streamed event by event as the API streams (message_start, ping,
@@ -98,10 +100,12 @@ class LoopbackAnthropic {
     std::vector<std::pair<std::string, std::string>> headers = {});
 /// The events the API streams for `message`: message_start (empty content, the input usage and
 /// output_tokens 1), ping, per block content_block_start (text "", thinking "", tool_use with
-/// input {}), its deltas (text and thinking in pieces of `piece` characters, then a
-/// signature_delta; tool input as input_json_delta fragments of `piece` characters of its JSON
-/// text), content_block_stop; message_delta (stop_reason, stop_sequence, usage with the output
-/// tokens and the input counts) and message_stop.
+/// input {}, server_tool_use with input {}, other blocks whole), its deltas (text and thinking in
+/// pieces of `piece` characters, then a text's citations_delta events or a thinking's
+/// signature_delta; tool and server tool input as
+/// input_json_delta fragments of `piece` characters of its JSON text), content_block_stop;
+/// message_delta (stop_reason, stop_sequence, usage with the output tokens and the input
+/// counts) and message_stop.
 [[nodiscard]] std::vector<nlohmann::json> anthropic_stream_events(const nlohmann::json& message,
                                                                   std::size_t piece = 4);
 /// An SSE reply: each event as `event: <type>\ndata: <json>\n\n`, `per_chunk` events per HTTP

@@ -75,7 +75,8 @@ struct AnthropicConfig {
 /// sg::parse_structured), as LangChain's ChatAnthropic does.
 ///
 /// The reply: content a string for a plain text answer, else Anthropic's blocks (text,
-/// thinking, redacted_thinking, tool_use); tool_calls from the tool_use blocks;
+/// thinking, redacted_thinking, tool_use, and server tools' server_tool_use and result blocks,
+/// which are sent back as they came); tool_calls from the tool_use blocks;
 /// usage_metadata with input_tokens counting cached ones and input_token_details {cache_read,
 /// cache_creation}; response_metadata {model_name, model, stop_reason, stop_sequence,
 /// finish_reason (the stop_reason)}; the message id.
