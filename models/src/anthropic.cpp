@@ -6,6 +6,7 @@
 
 #include "anthropic_wire.hpp"
 #include "http_call.hpp"
+#include "sse.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
@@ -38,7 +39,8 @@ class AnthropicSink final : public StreamSink {
     if (start_.size() < 500) start_.append(bytes.substr(0, 500 - start_.size()));
     events_.clear();
     parser_.feed(bytes, events_);
-    for (const std::string& data : events_) {
+    for (const SseEvent& sse : events_) {
+      const std::string& data = sse.data;
       if (stopped_) return;
       const json event = json::parse(data, nullptr, /*allow_exceptions=*/false);
       if (event.is_discarded()) {
@@ -67,7 +69,7 @@ class AnthropicSink final : public StreamSink {
   bool blocks_;
   SseParser parser_{};
   AnthropicStreamAccumulator accumulator_;
-  std::vector<std::string> events_{};
+  std::vector<SseEvent> events_{};
   std::string start_{};
   bool stopped_ = false;
   bool delivered_ = false;

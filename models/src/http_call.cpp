@@ -319,57 +319,6 @@ std::string url_for_log(const std::string& url) {
   return out;
 }
 
-void SseParser::feed(std::string_view bytes, std::vector<std::string>& events) {
-  std::size_t i = 0;
-  if (skip_lf_ && !bytes.empty()) {
-    if (bytes[0] == '\n') i = 1;
-    skip_lf_ = false;
-  }
-  while (i < bytes.size()) {
-    const std::size_t end = bytes.find_first_of("\r\n", i);
-    if (end == std::string_view::npos) {
-      line_.append(bytes.substr(i));
-      return;
-    }
-    line_.append(bytes.substr(i, end - i));
-    i = end + 1;
-    if (bytes[end] == '\r') {
-      if (i < bytes.size()) {
-        if (bytes[i] == '\n') ++i;
-      } else {
-        skip_lf_ = true;
-      }
-    }
-    line(events);
-    line_.clear();
-  }
-}
-
-void SseParser::line(std::vector<std::string>& events) {
-  if (line_.empty()) {  // the end of an event
-    if (has_data_) {
-      if (!data_.empty() && data_.back() == '\n') data_.pop_back();
-      events.push_back(std::move(data_));
-    }
-    data_.clear();
-    has_data_ = false;
-    return;
-  }
-  if (line_[0] == ':') return;  // a comment
-  const std::size_t colon = line_.find(':');
-  const std::string_view field =
-      std::string_view(line_).substr(0, colon == std::string::npos ? line_.size() : colon);
-  if (field != "data") return;  // event, id, retry: the data says what the clients need
-  std::string_view value;
-  if (colon != std::string::npos) {
-    value = std::string_view(line_).substr(colon + 1);
-    if (!value.empty() && value[0] == ' ') value.remove_prefix(1);
-  }
-  data_.append(value);
-  data_.push_back('\n');
-  has_data_ = true;
-}
-
 ThreadIo& thread_io() {
   thread_local ThreadIo local;
   return local;

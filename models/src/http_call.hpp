@@ -2,7 +2,8 @@
 #pragma once
 // What the HTTP model clients (openai.cpp, anthropic.cpp) share: the request loop with retries,
 // backoff, Retry-After and cancellation on CurlMulti; blocking calls on an io_context kept per
-// thread; the SSE parser; base URLs, error bodies and excerpts. Private to the models module.
+// thread; base URLs, error bodies and excerpts. (Their streams are parsed by sse.hpp.) Private to
+// the models module.
 
 #include <stategraph/models/chat_model.hpp>  // first: <utility> before Asio's awaitable
 
@@ -121,25 +122,6 @@ struct HttpCall {
 
 /// `url` without what may hold a credential (its user info and query), for logs and messages.
 [[nodiscard]] std::string url_for_log(const std::string& url);
-
-/// Server-sent events (the WHATWG event-stream format): feed it bytes as they arrive, split
-/// anywhere; it returns the data of every complete event. Lines end with LF, CRLF or CR;
-/// comments (":...") and fields other than `data` are ignored (the providers' events say their
-/// type in their data too); the `data` lines of one event are joined with "\n"; an event ends at
-/// an empty line. Not synchronized.
-class SseParser {
- public:
-  /// Appends the data of the events completed by `bytes` to `events`.
-  void feed(std::string_view bytes, std::vector<std::string>& events);
-
- private:
-  void line(std::vector<std::string>& events);
-
-  std::string line_{};
-  std::string data_{};
-  bool has_data_ = false;
-  bool skip_lf_ = false;  // the last byte fed was a CR: a following LF belongs to it
-};
 
 /// The io_context of the calling thread's blocking calls (see run_blocking).
 struct ThreadIo {

@@ -15,6 +15,8 @@
 #include <future>
 #include <mutex>
 #include <shared_mutex>
+#include <system_error>
+#include <thread>
 
 #include "mcp_config.hpp"
 #include "mcp_result.hpp"
@@ -41,7 +43,7 @@ McpRuntime::McpRuntime()
     pthread_sigmask(SIG_BLOCK, &set, nullptr);
     io_.run();
   });
-  thread_id_ = thread_.get_id();
+  thread_id_.store(thread_.get_id());
 }
 
 McpRuntime::~McpRuntime() {
@@ -49,6 +51,7 @@ McpRuntime::~McpRuntime() {
 }
 
 void McpRuntime::stop(std::chrono::milliseconds limit) {
+  std::lock_guard lock(stop_mu_);
   if (stopped_) return;
   stopped_ = true;
   const auto deadline = std::chrono::steady_clock::now() + limit;
@@ -57,6 +60,7 @@ void McpRuntime::stop(std::chrono::milliseconds limit) {
   work_.reset();
   io_.stop();
   if (thread_.joinable()) thread_.join();
+  thread_id_.store(std::thread::id());  // a later thread may get the same id
 }
 
 /// Runs `count` coroutines made by `make(i)` side by side on the I/O thread; returns each one's
@@ -86,26 +90,16 @@ net::awaitable<std::vector<std::exception_ptr>> mcp_all_of(McpRuntime& runtime, 
 /// them.
 class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
  public:
-  McpClientCore(std::map<std::string, McpServerConfig> servers, McpClientOptions options)
-      : options_(std::make_shared<const McpClientOptions>(std::move(options))) {
-    if (servers.empty())
-      throw Error(errc::kInvalidArgument, "mcpServers: no MCP servers are configured");
-    for (auto& [name, config] : servers) {
-      check_mcp_server(name, config);
-      order_.push_back(name);
-      sessions_[name] = std::make_shared<McpSession>(runtime_, name, std::move(config), options_);
-    }
+  /// A new core. Its destructor closes the sessions and joins the I/O thread, which cannot join
+  /// itself: a last reference dropped on that thread (a callback of the client dropping the
+  /// client or its last tool) hands the destruction to a new thread. Throws as check_mcp_server.
+  static std::shared_ptr<McpClientCore> create(std::map<std::string, McpServerConfig> servers,
+                                               McpClientOptions options) {
+    return std::shared_ptr<McpClientCore>(new McpClientCore(std::move(servers), std::move(options)),
+                                          &McpClientCore::destroy);
   }
 
-  ~McpClientCore() {
-    if (runtime_.on_io_thread()) {
-      // Only a callback of the client could drop the last reference here; the thread cannot
-      // join itself, so it is left to the process.
-      log(LogLevel::error, "MCP client destroyed on its own I/O thread");
-      std::terminate();
-    }
-    shutdown();
-  }
+  ~McpClientCore() { shutdown(); }  // never on the I/O thread (destroy)
 
   McpClientCore(const McpClientCore&) = delete;
   McpClientCore& operator=(const McpClientCore&) = delete;
@@ -162,8 +156,8 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
   }
 
   /// The tools of `servers` (all when empty), on the I/O thread. (It keeps no reference to the
-  /// core: its frame ends on the I/O thread after its caller resumed, and the last reference must
-  /// never be dropped there.)
+  /// core: its frame ends on the I/O thread after its caller resumed, and a last reference
+  /// dropped there costs a thread, see create.)
   net::awaitable<std::vector<Tool>> tools_io(std::vector<std::string> servers) {
     ActiveGuard active(runtime_);
     if (servers.empty()) servers = order_;
@@ -253,26 +247,87 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
     co_return result;
   }
 
-  /// Ends every session, then the I/O thread. Idempotent; not on the I/O thread.
+  /// Ends every session, then the I/O thread, and waits for both. Idempotent; not on the I/O
+  /// thread (it would wait for itself).
   void shutdown() {
+    begin_shutdown();
+    std::shared_future<void> sessions_closed;
     {
-      std::unique_lock lock(gate_);
-      if (closed_.load()) return;
-      closed_ = true;  // no call starts any more
+      std::shared_lock lock(gate_);
+      sessions_closed = sessions_closed_;
     }
-    std::vector<std::shared_ptr<McpSession>> all;
-    for (const auto& name : order_) all.push_back(sessions_.at(name));
-    std::promise<bool> closed;
-    std::future<bool> done = closed.get_future();
-    net::co_spawn(runtime_.io(), close_all(all),
-                  [&closed](std::exception_ptr, bool) { closed.set_value(true); });
-    (void)done.get();
+    sessions_closed.wait();
     std::chrono::milliseconds longest{0};
-    for (const auto& s : all) longest = std::max(longest, s->config().shutdown_timeout);
+    for (const auto& [name, s] : sessions_)
+      longest = std::max(longest, s->config().shutdown_timeout);
     runtime_.stop(longest * 3 + std::chrono::milliseconds(1000));
   }
 
+  /// Starts ending every session; no call starts any more. Returns at once. Idempotent; any
+  /// thread.
+  void begin_shutdown() {
+    std::unique_lock lock(gate_);
+    if (closed_.load()) return;
+    closed_ = true;
+    std::vector<std::shared_ptr<McpSession>> all;
+    for (const auto& name : order_) all.push_back(sessions_.at(name));
+    auto done = std::make_shared<std::promise<void>>();
+    sessions_closed_ = done->get_future().share();
+    // Spawned, not run here: on the I/O thread (a callback) the sessions close after it returns.
+    net::co_spawn(runtime_.io(), close_all(std::move(all)),
+                  [done](std::exception_ptr, bool) { done->set_value(); });
+  }
+
+  /// What destroying a client does: shutdown(); on the I/O thread (a callback destroying the
+  /// client), begin_shutdown(), and the I/O thread ends with the last reference (see create).
+  void end() {
+    if (runtime_.on_io_thread()) {
+      begin_shutdown();
+    } else {
+      shutdown();
+    }
+  }
+
+  /// McpClient::close(): shutdown(); on the I/O thread, sg::Error (errc::kInvalidArgument) as
+  /// every blocking function, unless already closed.
+  void close() {
+    if (runtime_.on_io_thread()) {
+      if (closed_.load()) return;
+      throw Error(errc::kInvalidArgument,
+                  "McpClient::close() was called on the client's I/O thread (from one of its "
+                  "callbacks); destroy the client there instead");
+    }
+    shutdown();
+  }
+
  private:
+  McpClientCore(std::map<std::string, McpServerConfig> servers, McpClientOptions options)
+      : options_(std::make_shared<const McpClientOptions>(std::move(options))) {
+    if (servers.empty())
+      throw Error(errc::kInvalidArgument, "mcpServers: no MCP servers are configured");
+    for (auto& [name, config] : servers) {
+      check_mcp_server(name, config);
+      order_.push_back(name);
+      sessions_[name] = std::make_shared<McpSession>(runtime_, name, std::move(config), options_);
+    }
+  }
+
+  /// The deleter of create(): on the I/O thread, a new (detached) thread destroys the core.
+  static void destroy(McpClientCore* core) noexcept {
+    if (core->runtime_.on_io_thread()) {
+      try {
+        std::thread([core] { delete core; }).detach();
+      } catch (const std::system_error& e) {
+        // No thread: the core is left (its sessions end with the process) rather than ended
+        // by a thread joining itself.
+        log(LogLevel::error, "MCP client left open: no thread could close it",
+            {{"error", e.what()}});
+      }
+      return;
+    }
+    delete core;
+  }
+
   static McpError closed_error(const std::string& server) {
     return McpError(errc::kMcpConnection,
                     (server.empty() ? std::string() : "MCP server '" + server + "': ") +
@@ -345,12 +400,13 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
   std::map<std::string, std::shared_ptr<McpSession>> sessions_;
   std::shared_mutex gate_;  // shared: a call being spawned; unique: closing
   std::atomic<bool> closed_{false};
+  std::shared_future<void> sessions_closed_{};  // set with closed_
 };
 
 }  // namespace detail
 
 McpClient::McpClient(std::map<std::string, McpServerConfig> servers, McpClientOptions options)
-    : core_(std::make_shared<detail::McpClientCore>(std::move(servers), std::move(options))) {}
+    : core_(detail::McpClientCore::create(std::move(servers), std::move(options))) {}
 
 McpClient::McpClient(const nlohmann::json& config) : McpClient(parse_mcp_config(config)) {}
 
@@ -358,14 +414,14 @@ McpClient::McpClient(McpConfig config)
     : McpClient(std::move(config.servers), std::move(config.options)) {}
 
 McpClient::~McpClient() {
-  if (core_) core_->shutdown();
+  if (core_) core_->end();
 }
 
 McpClient::McpClient(McpClient&&) noexcept = default;
 
 McpClient& McpClient::operator=(McpClient&& other) noexcept {
   if (this != &other) {
-    if (core_) core_->shutdown();
+    if (core_) core_->end();
     core_ = std::move(other.core_);
   }
   return *this;
@@ -419,13 +475,12 @@ std::vector<std::string> McpClient::servers() const {
 }
 
 void McpClient::close() {
-  core_->shutdown();
+  core_->close();
 }
 
 std::vector<Tool> load_mcp_tools(const nlohmann::json& config) {
   McpConfig parsed = parse_mcp_config(config);
-  auto core =
-      std::make_shared<detail::McpClientCore>(std::move(parsed.servers), std::move(parsed.options));
+  auto core = detail::McpClientCore::create(std::move(parsed.servers), std::move(parsed.options));
   return core->block(core->tools_io({}));
 }
 

@@ -6,7 +6,8 @@
 //   requests. The server's Mcp-Session-Id is kept and sent, and so is MCP-Protocol-Version once
 //   negotiated. After initialization a GET opens the stream of the server's own messages (405:
 //   it has none). A stream that ends after an event id but before the response is resumed with
-//   a GET carrying Last-Event-ID, after the server's `retry` time. close() sends DELETE.
+//   a GET carrying Last-Event-ID, after the server's `retry` time. A stream ends once its request
+//   is answered, even when the server keeps it open. close() sends DELETE.
 // - The legacy HTTP+SSE transport (protocol 2024-11-05): a GET stream whose first event,
 //   `endpoint`, says where to POST; every reply arrives on that stream.
 
@@ -21,8 +22,8 @@
 
 #include "curl_multi.hpp"
 #include "http_call.hpp"
-#include "mcp_sse.hpp"
 #include "mcp_transport.hpp"
+#include "sse.hpp"
 #include "text.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
@@ -129,8 +130,9 @@ class HttpBase : public McpLink {
   }
 
   /// Runs one request: an event stream's messages are delivered as they arrive (`awaited`, when
-  /// given, is the id of the request whose response ends the wait for the caller); any other
-  /// body is collected. `key` (non-empty) lets forget() cancel it.
+  /// given, is the id of the request whose response ends the stream: the transfer ends there,
+  /// as TransferEnd::complete); any other body is collected. `key` (non-empty) lets forget()
+  /// cancel it.
   net::awaitable<Exchange> exchange(HttpRequestSpec request, const json* awaited,
                                     std::string key = {}) {
     Exchange out;
@@ -138,7 +140,7 @@ class HttpBase : public McpLink {
     live_.push_back(transfer);
     if (!key.empty()) by_request_[key] = transfer;
     multi()->start(transfer, std::chrono::milliseconds(0));
-    McpSseParser parser;
+    SseParser parser;
     std::vector<SseEvent> events;
     bool headers_seen = false;
     for (;;) {
@@ -160,6 +162,14 @@ class HttpBase : public McpLink {
           parser.feed(p.data, events);
           for (auto& event : events) on_event(event, awaited, out);
           events.clear();
+          if (out.answered && p.end == TransferEnd::none) {
+            // The stream's request is answered: it is over, though a server may keep it open
+            // (the specification says it SHOULD close it), which would hold the transfer and its
+            // connection until close().
+            multi()->cancel(transfer);
+            out.end = TransferEnd::complete;
+            break;
+          }
         } else {
           const std::size_t cap = out.status >= 200 && out.status < 300 ? kMaxBody : kMaxErrorBody;
           if (out.body.size() < cap) out.body.append(p.data.substr(0, cap - out.body.size()));

@@ -17,6 +17,7 @@
 #include <exception>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <utility>
@@ -35,12 +36,12 @@ class McpRuntime {
   McpRuntime& operator=(const McpRuntime&) = delete;
 
   [[nodiscard]] boost::asio::io_context& io() noexcept { return io_; }
-  /// True on the I/O thread.
+  /// True on the I/O thread (false once it was joined).
   [[nodiscard]] bool on_io_thread() const noexcept {
-    return std::this_thread::get_id() == thread_id_;
+    return std::this_thread::get_id() == thread_id_.load();
   }
   /// Waits (up to `limit`) for the counted coroutines to end, then stops and joins the thread.
-  /// Not on the I/O thread. Idempotent.
+  /// Not on the I/O thread. Idempotent; a second caller waits for the first.
   void stop(std::chrono::milliseconds limit);
 
   std::atomic<int> active{0};
@@ -49,8 +50,9 @@ class McpRuntime {
   boost::asio::io_context io_{1};
   std::unique_ptr<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> work_;
   std::thread thread_;
-  std::thread::id thread_id_{};
-  bool stopped_ = false;
+  std::atomic<std::thread::id> thread_id_{};
+  std::mutex stop_mu_;
+  bool stopped_ = false;  // guarded by stop_mu_
 };
 
 /// Counts a coroutine in McpRuntime::active while it lives.

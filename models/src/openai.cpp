@@ -7,6 +7,7 @@
 
 #include "http_call.hpp"
 #include "openai_wire.hpp"
+#include "sse.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224).
@@ -35,7 +36,8 @@ class ChatSink final : public StreamSink {
     if (start_.size() < 500) start_.append(bytes.substr(0, 500 - start_.size()));
     events_.clear();
     parser_.feed(bytes, events_);
-    for (const std::string& data : events_) {
+    for (const SseEvent& sse : events_) {
+      const std::string& data = sse.data;
       if (done_) return;
       if (data == "[DONE]") {
         done_ = true;
@@ -65,7 +67,7 @@ class ChatSink final : public StreamSink {
   const ChunkHandler* on_chunk_;
   SseParser parser_{};
   ChatStreamAccumulator accumulator_{};
-  std::vector<std::string> events_{};
+  std::vector<SseEvent> events_{};
   std::string start_{};
   bool done_ = false;
   bool delivered_ = false;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
 // OpenAI's chat-completions and embeddings wire format: request bodies, replies and the
-// accumulator of streamed chunks. Pure functions and value types, no I/O. (The SSE parser and
-// the helpers every provider uses are in http_call.hpp.)
+// accumulator of streamed chunks. Pure functions and value types, no I/O. (The helpers every
+// provider uses are in http_call.hpp, the SSE parser in sse.hpp.)
 
 #include <stategraph/models/chat_model.hpp>
 #include <stategraph/models/openai.hpp>

@@ -15,7 +15,7 @@
 
 #include "anthropic_wire.hpp"  // models/src: AnthropicStreamAccumulator
 #include "fuzz_targets.hpp"
-#include "http_call.hpp"  // models/src: SseParser
+#include "sse.hpp"  // models/src: SseParser
 
 // Not an anonymous namespace: fuzz/replay compiles the targets in unity batches.
 namespace sg::fuzz::anthropic {
@@ -139,7 +139,7 @@ int sg::fuzz::anthropic_stream(const std::uint8_t* data, std::size_t size) {
   const bool blocks = (data[0] & 1U) != 0;
   const std::string format_tool = (data[0] & 2U) != 0 ? "answer" : "";
   const std::string_view stream(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::vector<std::string> events;
+  std::vector<detail::SseEvent> events;
   detail::SseParser parser;
   parser.feed(stream, events);
 
@@ -149,7 +149,8 @@ int sg::fuzz::anthropic_stream(const std::uint8_t* data, std::size_t size) {
   std::map<std::size_t, Streamed> streamed;  // by content block index
   int starts = 0;                            // message_start events
   bool restarted = false;                    // a content block started twice
-  for (const std::string& data_text : events) {
+  for (const detail::SseEvent& sse_event : events) {
+    const std::string& data_text = sse_event.data;
     const json event = json::parse(data_text, nullptr, /*allow_exceptions=*/false);
     if (event.is_discarded()) return 0;
     std::optional<MessageChunk> chunk;

@@ -33,9 +33,9 @@ int checkpoint_record(const std::uint8_t* data, std::size_t size);
 /// Refused only with sg::Error.
 int state_update_json(const std::uint8_t* data, std::size_t size);
 /// The first byte chooses how the rest, a streamed chat completion, is cut into pieces for
-/// SseParser (the same events whole or in pieces); the events go through
-/// ChatStreamAccumulator as the OpenAI client reads them (refused only with ModelError); the
-/// reply is the chunks' content put together and reads back as the same message.
+/// SseParser (the same events, last event id and retry time whole or in pieces); the events go
+/// through ChatStreamAccumulator as the OpenAI client reads them (refused only with ModelError);
+/// the reply is the chunks' content put together and reads back as the same message.
 int sse_parser(const std::uint8_t* data, std::size_t size);
 /// The first byte's bits choose text as blocks (1) and a structured-output tool "answer" (2);
 /// the rest, a streamed Messages API reply, goes through SseParser and its events through

@@ -9,16 +9,17 @@
 #include <vector>
 
 #include "fuzz_targets.hpp"
-#include "openai_wire.hpp"  // models/src: SseParser, ChatStreamAccumulator
+#include "openai_wire.hpp"  // models/src: ChatStreamAccumulator
+#include "sse.hpp"          // models/src: SseParser
 
 // Not an anonymous namespace: fuzz/replay compiles the targets in unity batches.
 namespace sg::fuzz::sse {
 
-/// The events of `stream` fed in pieces of 0 to 16 bytes, their lengths drawn from `seed` (0:
-/// one byte at a time).
-std::vector<std::string> events_in_pieces(std::string_view stream, std::uint8_t seed) {
-  detail::SseParser parser;
-  std::vector<std::string> events;
+/// The events of `stream` fed to `parser` in pieces of 0 to 16 bytes, their lengths drawn from
+/// `seed` (0: one byte at a time).
+std::vector<detail::SseEvent> events_in_pieces(detail::SseParser& parser, std::string_view stream,
+                                               std::uint8_t seed) {
+  std::vector<detail::SseEvent> events;
   std::uint32_t state = seed;
   std::size_t at = 0;
   while (at < stream.size()) {
@@ -37,17 +38,22 @@ int sg::fuzz::sse_parser(const std::uint8_t* data, std::size_t size) {
   using nlohmann::json;
   if (size == 0) return 0;
   const std::string_view stream(reinterpret_cast<const char*>(data + 1), size - 1);
-  std::vector<std::string> events;
+  std::vector<detail::SseEvent> events;
   detail::SseParser whole;
   whole.feed(stream, events);
-  // The same events however the bytes arrive.
-  if (events_in_pieces(stream, data[0]) != events) std::abort();
+  // The same events, last event id and retry time however the bytes arrive.
+  detail::SseParser pieces;
+  if (events_in_pieces(pieces, stream, data[0]) != events) std::abort();
+  if (pieces.last_event_id() != whole.last_event_id() || pieces.retry_ms() != whole.retry_ms())
+    std::abort();
+  if (whole.retry_ms() && (*whole.retry_ms() < 0 || *whole.retry_ms() > 100'000'000)) std::abort();
 
   // As the client reads a streamed chat completion: [DONE] ends it; an event that is not JSON or
   // not a chunk fails the call with ModelError.
   detail::ChatStreamAccumulator accumulator;
   std::string text;  // the content of the chunks, in order
-  for (const std::string& event : events) {
+  for (const detail::SseEvent& sse_event : events) {
+    const std::string& event = sse_event.data;
     if (event == "[DONE]") break;
     const json chunk_json = json::parse(event, nullptr, false);
     if (chunk_json.is_discarded()) return 0;

@@ -24,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "mcp_peers.hpp"
@@ -574,6 +575,76 @@ TEST_CASE("mcp close: stdin closed, then SIGTERM, then SIGKILL, and no process i
     CHECK(code == sg::errc::kMcpConnection);
     CHECK(text == "MCP server 's': the MCP client was closed");
   }
+}
+
+TEST_CASE("mcp a callback on the client's I/O thread drops the client and its last tool") {
+  // What the callback and this thread share; the callback runs on the client's I/O thread.
+  struct Shared {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<sg::McpClient> client;
+    std::vector<sg::Tool> tools;
+    bool call_returned = false;  // this thread let go of the call that made the tools change
+    bool dropped = false;        // the callback dropped what it drops
+    std::thread::id callback_thread{};
+    std::string close_code{};
+  };
+  bool keep_tools = false;  // this thread keeps the tools: the callback drops only the client
+  SUBCASE("the callback drops the client, then the last tool") {}
+  SUBCASE("the callback drops the client; this thread keeps the tools") {
+    keep_tools = true;
+  }
+  CAPTURE(keep_tools);
+  const int threads_before = sg::test::thread_count();
+  Shared shared;
+  std::vector<sg::Tool> kept;
+  sg::McpClientOptions options;
+  options.on_tools_changed = [&shared](const std::string&) {
+    std::unique_lock lock(shared.mu);
+    shared.callback_thread = std::this_thread::get_id();
+    shared.cv.wait_for(lock, std::chrono::seconds(10), [&] { return shared.call_returned; });
+    try {
+      shared.client->close();  // a blocking function: refused here
+    } catch (const sg::Error& e) {
+      shared.close_code = e.code();
+    }
+    shared.client.reset();  // its sessions start closing; the tools may still hold the client
+    shared.tools.clear();   // the last reference, unless this thread kept copies
+    shared.dropped = true;
+    shared.cv.notify_all();
+  };
+  shared.client.emplace(one_server("bad", sg::test::bad_server("good"), options));
+  shared.tools = shared.client->get_tools();
+  if (keep_tools) kept = shared.tools;
+  const int pid = std::stoi(
+      shared.client->call_tool("bad", "pid", {})["content"][0]["text"].get<std::string>());
+  CHECK(::kill(pid, 0) == 0);
+  // add-tool makes the server send notifications/tools/list_changed: the callback runs.
+  CHECK(call_tool(tool_named(shared.tools, "add-tool"), {{"name", "extra"}}).text() ==
+        "added extra");
+  {
+    std::unique_lock lock(shared.mu);
+    shared.call_returned = true;
+    shared.cv.notify_all();
+    REQUIRE(shared.cv.wait_for(lock, std::chrono::seconds(10), [&] { return shared.dropped; }));
+  }
+  CHECK(shared.callback_thread != std::this_thread::get_id());
+  CHECK(shared.close_code == sg::errc::kInvalidArgument);
+  // The session still ends: the server exits (and is reaped) without waiting for anything here.
+  const auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (::kill(pid, 0) == 0 && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(20));
+  CHECK(::kill(pid, 0) == -1);
+  if (keep_tools) {
+    const auto [code, text] = call_error([&] { (void)call_tool(tool_named(kept, "echo"), {}); });
+    CHECK(code == sg::errc::kMcpConnection);
+    CHECK(text == "MCP server 'bad': the MCP client was closed");
+    kept.clear();  // the last reference, on this thread
+  }
+  // The client's I/O thread ends, and so does the thread that ended it.
+  while (sg::test::thread_count() > threads_before && Clock::now() < deadline)
+    std::this_thread::sleep_for(milliseconds(20));
+  CHECK(sg::test::thread_count() == threads_before);
 }
 
 TEST_CASE("mcp environment and working directory of a stdio server") {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The MCP client over HTTP against real servers: server-everything from npm (Streamable HTTP and
 // the legacy HTTP+SSE transport) and tests/mcp/http-server.mjs on the official SDK (JSON replies,
-// authorization headers, HTTP errors, expiring sessions), and 1,000 calls at once from one thread.
+// authorization headers, HTTP errors, expiring sessions), tests/mcp/held-stream-server.mjs (SSE
+// replies left open), and 1,000 calls at once from one thread.
 #include <stategraph/models/mcp.hpp>
 
 #include <boost/asio/co_spawn.hpp>
@@ -173,6 +174,30 @@ TEST_CASE("mcp Streamable HTTP: a server that goes away fails calls at once") {
   CHECK(code == sg::errc::kMcpConnection);
   CHECK(text.find("MCP server 'remote'") == 0);
   CHECK(Clock::now() - start < std::chrono::seconds(3));
+}
+
+TEST_CASE("mcp Streamable HTTP: a POST stream the server keeps open ends with its answer") {
+  // The server answers every request on an SSE stream that it never ends.
+  sg::test::NodeHttpServer server({sg::test::mcp_dir() + "/held-stream-server.mjs"}, {},
+                                  "listening on");
+  sg::McpClient client = http_client(server.url());
+  for (int i = 0; i < 5; ++i) {
+    CHECK(first_text(client.call_tool("remote", "echo", {{"text", std::to_string(i)}})) ==
+          "echo: " + std::to_string(i));
+  }
+  // The streams of initialize and of those calls were ended by the client, not left to close().
+  std::string open;
+  const auto deadline = Clock::now() + std::chrono::seconds(5);
+  do {
+    open = first_text(client.call_tool("remote", "open-streams", {}));
+    if (open == "0") break;
+    std::this_thread::sleep_for(milliseconds(20));
+  } while (Clock::now() < deadline);
+  CHECK(open == "0");
+  client.ping("remote");
+  const auto start = Clock::now();
+  client.close();
+  CHECK(Clock::now() - start < std::chrono::seconds(2));
 }
 
 TEST_CASE("mcp legacy HTTP+SSE transport against server-everything") {

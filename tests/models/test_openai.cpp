@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // OpenAIChatModel and OpenAIEmbeddings against a real HTTP server on 127.0.0.1 (the loopback
-// OpenAI server of tests/support), and the SSE parser on its own.
+// OpenAI server of tests/support), and the wire format's units on their own (the SSE parser:
+// test_sse.cpp).
 #include <stategraph/core/async.hpp>
 #include <stategraph/models/openai.hpp>
 #include <stategraph/stategraph.hpp>
@@ -164,46 +165,7 @@ std::vector<std::string> split_sse(const std::vector<json>& events, std::size_t 
 }  // namespace
 
 // ---------------------------------------------------------------------------------------------
-// The SSE parser on its own.
-
-TEST_CASE("the SSE parser finds the same events however the bytes are split") {
-  const std::string stream =
-      ": a comment\r\n"
-      "data: {\"a\": 1}\r\n\r\n"
-      "event: message\n"
-      "data: line one\n"
-      "data: line two\n\n"
-      "id: 7\r"
-      "data:no space\r\r"
-      "data\n\n"
-      "retry: 10\n\n"
-      "data: [DONE]\n\n"
-      "data: unfinished";
-  const std::vector<std::string> expected = {"{\"a\": 1}", "line one\nline two", "no space", "",
-                                             "[DONE]"};
-  {
-    sg::detail::SseParser parser;
-    std::vector<std::string> events;
-    parser.feed(stream, events);
-    CHECK(events == expected);
-  }
-  for (std::size_t cut1 = 0; cut1 <= stream.size(); ++cut1) {
-    for (std::size_t cut2 = cut1; cut2 <= stream.size(); cut2 += 7) {
-      sg::detail::SseParser parser;
-      std::vector<std::string> events;
-      parser.feed(std::string_view(stream).substr(0, cut1), events);
-      parser.feed(std::string_view(stream).substr(cut1, cut2 - cut1), events);
-      parser.feed(std::string_view(stream).substr(cut2), events);
-      CAPTURE(cut1);
-      CAPTURE(cut2);
-      REQUIRE(events == expected);
-    }
-  }
-  sg::detail::SseParser bytewise;
-  std::vector<std::string> events;
-  for (char c : stream) bytewise.feed(std::string_view(&c, 1), events);
-  CHECK(events == expected);
-}
+// The wire format's units on their own.
 
 TEST_CASE("the stream accumulator gives the reply the JSON completion gives") {
   sg::detail::ChatStreamAccumulator accumulator;

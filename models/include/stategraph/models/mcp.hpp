@@ -225,7 +225,9 @@ class McpClientCore;
 /// close(); load_mcp_tools() gives tools that keep their client open instead.
 /// Thread-safe: every function may be called from any thread, and the asynchronous ones from any
 /// executor (they resume there). The blocking ones must not be called from the client's I/O
-/// thread (an on_progress callback): sg::Error (errc::kInvalidArgument) if they are.
+/// thread (an on_progress callback): sg::Error (errc::kInvalidArgument) if they are. The client
+/// and its tools may be destroyed there: the sessions then end without waiting, and another
+/// thread ends the I/O thread once the last of them is gone.
 class McpClient {
  public:
   /// Throws sg::Error (errc::kInvalidArgument) for no servers or a bad server configuration
@@ -274,7 +276,8 @@ class McpClient {
   /// The configured server names, in order.
   [[nodiscard]] std::vector<std::string> servers() const;
   /// Ends every session (see the class comment) and waits for it; later calls throw McpError
-  /// (errc::kMcpConnection). Idempotent. Blocks.
+  /// (errc::kMcpConnection). Idempotent. Blocks: on the client's I/O thread, sg::Error
+  /// (errc::kInvalidArgument) unless already closed (destroy the client there instead).
   void close();
 
  private:
