@@ -17,6 +17,7 @@
 #include <boost/asio/use_future.hpp>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
@@ -738,4 +739,213 @@ TEST_CASE("both forms, with a plain_node_pool: plain and coroutine nodes mixed, 
     return out;
   };
   CHECK(history(pooled) == history(plain));
+}
+
+namespace {
+
+enum class StreamForm { callback, iterable, astream };
+
+/// The lines "mode:node[:data]" of a run's events in `modes`, streamed with stream() and a
+/// callback, stream() as an iterable, or astream() (on a fresh io_context).
+template <class S>
+std::vector<std::string> stream_lines(StreamForm form, const sg::CompiledGraph<S>& app,
+                                      sg::Update<S> input, sg::StreamModes modes) {
+  std::vector<std::string> lines;
+  auto on_event = [&](const sg::StreamEvent<S>& e) {
+    std::string line = std::string(sg::to_string(e.mode)) + ":" + e.node;
+    if (e.mode == sg::StreamMode::custom) line += ":" + e.data.dump();
+    if (e.mode == sg::StreamMode::messages) {
+      line += std::string(e.complete ? ":whole:" : ":chunk:") + e.message->message.text();
+    }
+    lines.push_back(std::move(line));
+  };
+  switch (form) {
+    case StreamForm::callback:
+      (void)app.stream(std::move(input), {}, modes, on_event);
+      break;
+    case StreamForm::iterable:
+      for (const auto& e : app.stream(std::move(input), {}, modes)) on_event(e);
+      break;
+    case StreamForm::astream: {
+      asio::io_context io;
+      asio::co_spawn(
+          io,
+          [&]() -> asio::awaitable<void> {
+            sg::RunConfig config;
+            co_await app.astream(std::move(input), config, modes, on_event);
+          },
+          [](std::exception_ptr error) {
+            if (error) std::rethrow_exception(error);
+          });
+      io.run();
+      break;
+    }
+  }
+  return lines;
+}
+
+constexpr StreamForm kStreamForms[] = {StreamForm::callback, StreamForm::iterable,
+                                       StreamForm::astream};
+
+/// Calls ctx.write(value) on a thread of its own and joins it (as a tool's I/O thread would
+/// report progress while the node waits).
+void write_from_thread(const sg::Context& ctx, int n) {
+  std::thread([&ctx, n] { ctx.write({{"n", n}}); }).join();
+}
+
+/// The node's own writes and its threads' writes, interleaved: 1 (node), 2 and 3 (a thread),
+/// 4 (node), 5 (a thread, just before the node returns).
+void interleaved_writes(const sg::Context& ctx) {
+  ctx.write({{"n", 1}});
+  std::thread([&ctx] {
+    ctx.write({{"n", 2}});
+    ctx.write({{"n", 3}});
+  }).join();
+  ctx.write({{"n", 4}});
+  write_from_thread(ctx, 5);
+}
+
+std::vector<std::string> custom_lines(const std::string& node, std::initializer_list<int> ns) {
+  std::vector<std::string> out;
+  for (int n : ns) out.push_back("custom:" + node + ":{\"n\":" + std::to_string(n) + "}");
+  return out;
+}
+
+/// START -> work -> next, `work` made by `add`.
+template <class Add>
+sg::CompiledGraph<AsyncLog> writer_graph(Add add) {
+  sg::StateGraph<AsyncLog> g;
+  add(g);
+  g.add_node("next", [](const AsyncLog&) { return async_item("next"); });
+  g.add_edge(sg::START, "work").add_edge("work", "next");
+  return g.compile();
+}
+
+}  // namespace
+
+TEST_CASE("all stream forms: a plain node's write from a thread it joins reaches custom") {
+  const auto app = writer_graph([](sg::StateGraph<AsyncLog>& g) {
+    g.add_node("work", [](const AsyncLog&, sg::Context& ctx) {
+      write_from_thread(ctx, 1);
+      return async_item("work");
+    });
+  });
+  std::vector<std::string> expected = custom_lines("work", {1});
+  expected.insert(expected.end(), {"updates:work", "updates:next"});
+  for (StreamForm form : kStreamForms) {
+    CAPTURE(static_cast<int>(form));
+    const auto lines =
+        stream_lines(form, app, async_item("in"), sg::StreamMode::custom | sg::StreamMode::updates);
+    CAPTURE(nlohmann::json(lines).dump());
+    CHECK(lines == expected);
+  }
+  // Without custom mode the write is dropped, and the run is the same.
+  CHECK(stream_lines(StreamForm::callback, app, async_item("in"), sg::StreamMode::updates) ==
+        std::vector<std::string>{"updates:work", "updates:next"});
+  CHECK(run_in(Form::sync, app, async_item("in"), {}).state.items ==
+        std::vector<std::string>{"in", "work", "next"});
+}
+
+TEST_CASE("all stream forms: a coroutine node's write from a thread it joins reaches custom") {
+  const auto app = writer_graph([](sg::StateGraph<AsyncLog>& g) {
+    g.add_node("work",
+               [](const AsyncLog&, sg::Context& ctx) -> asio::awaitable<sg::Update<AsyncLog>> {
+                 co_await sleep_for(1ms);
+                 write_from_thread(ctx, 1);
+                 co_await sleep_for(1ms);
+                 write_from_thread(ctx, 2);
+                 co_return async_item("work");
+               });
+  });
+  std::vector<std::string> expected = custom_lines("work", {1, 2});
+  expected.insert(expected.end(), {"updates:work", "updates:next"});
+  for (StreamForm form : kStreamForms) {
+    CAPTURE(static_cast<int>(form));
+    const auto lines =
+        stream_lines(form, app, async_item("in"), sg::StreamMode::custom | sg::StreamMode::updates);
+    CAPTURE(nlohmann::json(lines).dump());
+    CHECK(lines == expected);
+  }
+}
+
+TEST_CASE("all stream forms: a node's own writes and its threads' writes keep their order") {
+  const auto plain = writer_graph([](sg::StateGraph<AsyncLog>& g) {
+    g.add_node("work", [](const AsyncLog&, sg::Context& ctx) {
+      interleaved_writes(ctx);
+      return async_item("work");
+    });
+  });
+  const auto coroutine = writer_graph([](sg::StateGraph<AsyncLog>& g) {
+    g.add_node("work",
+               [](const AsyncLog&, sg::Context& ctx) -> asio::awaitable<sg::Update<AsyncLog>> {
+                 co_await sleep_for(1ms);
+                 interleaved_writes(ctx);
+                 co_return async_item("work");
+               });
+  });
+  std::vector<std::string> expected = custom_lines("work", {1, 2, 3, 4, 5});
+  expected.insert(expected.end(), {"updates:work", "updates:next"});
+  for (const auto* app : {&plain, &coroutine}) {
+    for (StreamForm form : kStreamForms) {
+      CAPTURE(app == &plain);
+      CAPTURE(static_cast<int>(form));
+      const auto lines = stream_lines(form, *app, async_item("in"),
+                                      sg::StreamMode::custom | sg::StreamMode::updates);
+      CAPTURE(nlohmann::json(lines).dump());
+      CHECK(lines == expected);
+    }
+  }
+}
+
+TEST_CASE("all stream forms: threaded writes beside a sibling task keep their order") {
+  // Two tasks in the step: the writer runs on the pool or on the calling thread, a plain
+  // sibling beside it, and a timed sibling that always runs on a thread of its own (so the
+  // calling thread of stream() may run the writer itself).
+  for (const bool timed : {false, true}) {
+    sg::StateGraph<AsyncLog> g;
+    g.add_node("work", [](const AsyncLog&, sg::Context& ctx) {
+      interleaved_writes(ctx);
+      return async_item("work");
+    });
+    sg::NodeOptions options;
+    if (timed) options.timeout = 10s;
+    g.add_node(
+        "sibling", [](const AsyncLog&) { return async_item("sibling"); }, options);
+    g.add_edge(sg::START, "work").add_edge(sg::START, "sibling");
+    const auto app = g.compile();
+    std::vector<std::string> expected = custom_lines("work", {1, 2, 3, 4, 5});
+    expected.emplace_back("updates:work");
+    for (StreamForm form : kStreamForms) {
+      CAPTURE(timed);
+      CAPTURE(static_cast<int>(form));
+      auto lines = stream_lines(form, app, async_item("in"),
+                                sg::StreamMode::custom | sg::StreamMode::updates);
+      CAPTURE(nlohmann::json(lines).dump());
+      CHECK(std::count(lines.begin(), lines.end(), "updates:sibling") == 1);
+      std::erase(lines, "updates:sibling");  // finishes at any time
+      CHECK(lines == expected);
+    }
+  }
+}
+
+TEST_CASE("all stream forms: message chunks written from a thread reach messages") {
+  sg::StateGraph<ChatLog> g;
+  g.add_node("model", [](const ChatLog&, sg::Context& ctx) {
+    std::thread([&ctx] {
+      const nlohmann::json meta = ctx.messages_metadata({});
+      for (const char* piece : {"hel", "lo"}) {
+        ctx.write_message_chunk(sg::MessageChunk{sg::ai(piece, "reply-1"), {}}, meta);
+      }
+    }).join();
+    return sg::set<&ChatLog::messages>(std::vector<sg::Message>{sg::ai("hello", "reply-1")});
+  });
+  g.add_edge(sg::START, "model");
+  const auto app = g.compile();
+  for (StreamForm form : kStreamForms) {
+    CAPTURE(static_cast<int>(form));
+    // Streamed as chunks, so not again whole when the node returns it.
+    const auto lines = stream_lines(form, app, sg::Update<ChatLog>{}, sg::StreamMode::messages);
+    CAPTURE(nlohmann::json(lines).dump());
+    CHECK(lines == std::vector<std::string>{"messages:model:chunk:hel", "messages:model:chunk:lo"});
+  }
 }

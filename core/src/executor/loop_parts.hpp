@@ -98,7 +98,9 @@ namespace sg::detail {
   } else {
     run_task(t);
   }
-  if (async_) drain();  // what the node streamed (an asynchronous run queues it)
+  // What the node streamed from other threads (an asynchronous run queues all it streams),
+  // before its own events; a run that streams nothing never queues.
+  if (stream_ != nullptr && shared_->queued.load(std::memory_order_relaxed)) drain();
   emit_task_finished(t);
   // A task that succeeded alone in its step: its writes go with the step's checkpoint.
   save_task_outcome(t, /*with_checkpoint=*/true);

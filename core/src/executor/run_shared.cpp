@@ -75,14 +75,29 @@ void RunShared::forward_event(ForeignEvent&& event) {
 void RunShared::deliver(std::function<void()> delivery) {
   if (!alive.load()) return;
   if (std::this_thread::get_id() == orchestrator) {
+    // A node running on the orchestrator delivers its own events at once, but those of the
+    // threads it started are queued: deliver those first to keep the order of arrival. A thread
+    // the node joined (or otherwise synchronized with) has its `queued` visible here.
+    if (queued.load(std::memory_order_relaxed)) deliver_queued();
     delivery();
     return;
   }
   {
     std::lock_guard lock(mu);
     deliveries.push_back(std::move(delivery));
+    queued.store(true, std::memory_order_relaxed);
   }
   notify();
+}
+
+void RunShared::deliver_queued() {
+  std::vector<std::function<void()>> now;
+  {
+    std::lock_guard lock(mu);
+    now.swap(deliveries);
+    queued.store(false, std::memory_order_relaxed);
+  }
+  for (auto& d : now) d();
 }
 
 void RunShared::notify() {

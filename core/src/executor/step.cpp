@@ -282,6 +282,7 @@ void ExecutorCore::drain() {
   {
     std::lock_guard lock(shared_->mu);
     deliveries.swap(shared_->deliveries);
+    shared_->queued.store(false, std::memory_order_relaxed);
     finished.swap(shared_->finished);
   }
   for (auto& d : deliveries) d();

@@ -151,6 +151,9 @@ struct RunShared final : RunHooks {
   std::size_t timed_finished = 0;  // guarded by mu: bumps when a timed attempt ends
   std::atomic<bool> step_failed{false};
   std::atomic<bool> alive{true};
+  /// Whether `deliveries` may hold events: set with them, cleared when the orchestrator takes
+  /// them (both under mu); read without mu, so runs that stream nothing pay no lock for it.
+  std::atomic<bool> queued{false};
 
   /// Resuming: the run of the node that runs this one as a subgraph (its resume values answer
   /// ours), whether this is the first step of a resumed run, the resume map (read-only while
@@ -196,8 +199,11 @@ struct RunShared final : RunHooks {
   /// Marks the event's message id as streamed; false for a complete message already streamed.
   bool first_sight(const MessageEvent& event);
   void forward_event(ForeignEvent&& event) override;
-  /// Runs `delivery` now on the orchestrator thread, else queues it for drain().
+  /// Runs `delivery` now on the orchestrator thread (after the events other threads queued
+  /// before it), else queues it for drain().
   void deliver(std::function<void()> delivery);
+  /// Runs the queued deliveries (orchestrator thread).
+  void deliver_queued();
   /// Wakes the run waiting for its tasks (any thread).
   void notify();
   /// An asynchronous run's way to wake its loop (set before tasks start).
