@@ -853,7 +853,7 @@ TEST_CASE("anthropic: malformed JSON and malformed SSE are invalid responses") {
   CHECK(server.request_count() == 5);
 }
 
-TEST_CASE("anthropic: bad configuration fails before any request; from_env") {
+TEST_CASE("anthropic: bad configuration fails before any request, and from_env") {
   LoopbackAnthropic server;
   auto config_error = [](sg::AnthropicConfig config) {
     try {
