@@ -125,8 +125,10 @@ void check_crash_safety(const std::string& db, const std::string& clean_db,
     CAPTURE(x);
     CHECK(whole->checkpoint.id == all[i].checkpoint.id);
     CHECK(whole->checkpoint.channel_values.value("x", -1) == (at_step > 0 ? x : -1));
+    // None in the input checkpoint (step -1: the input is still in __start__), then the input's,
+    // then one per step.
     CHECK(whole->checkpoint.channel_values.value("messages", nlohmann::json::array()).size() ==
-          static_cast<std::size_t>(x + 1));  // the input's, then one per step
+          static_cast<std::size_t>(at_step < 0 ? 0 : x + 1));
     ++read_whole;
   }
   CHECK(read_whole > static_cast<int>(all.size() / 50));

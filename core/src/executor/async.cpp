@@ -164,6 +164,7 @@ void AsyncLoop::enable(ExecutorCore& core, const boost::asio::any_io_executor& s
       if (auto t = timer.lock()) t->cancel();
     });
   };
+  core.shared_->has_wake = true;
   core.async_ = std::move(state);
 }
 

@@ -105,6 +105,10 @@ ExecutorCore::ExecutorCore(std::shared_ptr<const GraphCore> graph, const RunConf
 
 ExecutorCore::~ExecutorCore() {
   shared_->alive.store(false);
+  if (shared_->has_wake) {
+    std::lock_guard lock(shared_->mu);
+    shared_->wake = nullptr;
+  }
   writer_.reset();  // waits for queued background writes
 }
 

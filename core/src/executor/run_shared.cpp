@@ -102,7 +102,10 @@ void RunShared::deliver_queued() {
 
 void RunShared::notify() {
   cv.notify_all();
-  if (wake) wake();
+  if (has_wake) {
+    std::lock_guard lock(mu);
+    if (wake) wake();  // posts: never runs the loop here
+  }
 }
 
 }  // namespace sg::detail

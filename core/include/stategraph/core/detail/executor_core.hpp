@@ -206,8 +206,12 @@ struct RunShared final : RunHooks {
   void deliver_queued();
   /// Wakes the run waiting for its tasks (any thread).
   void notify();
-  /// An asynchronous run's way to wake its loop (set before tasks start).
+  /// An asynchronous run's way to wake its loop: set before tasks start (with has_wake, which
+  /// never changes after), called and cleared under mu. It holds the caller's executor, so the
+  /// run clears it when it ends: a thread that keeps this RunShared past the run (a pool helper)
+  /// must not be the one that destroys it, after the caller's execution context may be gone.
   std::function<void()> wake;
+  bool has_wake = false;
 };
 
 /// The claim counter of one multi-task superstep; helper threads keep it alive.
