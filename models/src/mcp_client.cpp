@@ -5,18 +5,26 @@
 #include <stategraph/core/log.hpp>
 #include <stategraph/models/mcp.hpp>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/execution.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/require.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <pthread.h>
 #include <signal.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <future>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <system_error>
 #include <thread>
+#include <type_traits>
 
 #include "mcp_config.hpp"
 #include "mcp_result.hpp"
@@ -86,6 +94,128 @@ net::awaitable<std::vector<std::exception_ptr>> mcp_all_of(McpRuntime& runtime, 
   co_return shared->errors;
 }
 
+// The bridge from a caller's coroutine (any executor) to work on the I/O thread and back. The
+// caller's executor may belong to an execution context that is destroyed as soon as the caller
+// has resumed and finished (an io_context destroyed right after run() returns), so the I/O thread
+// must never hold a copy of it (nor of the caller's handler) past the moment the caller can
+// resume: Asio's co_spawn keeps one in its frame (its handler's work guard), destroyed on the
+// spawning context after the handler was dispatched, which is too late. Instead the handler and
+// its executor live in one McpCallerWait, owned by one thread at a time, and travel back to the
+// caller inside the one function object posted there (McpResume).
+
+/// How work on the I/O thread ended: its value, or what it threw. The work's exception is caught
+/// on the I/O thread and travels in here, so that once the caller has it the I/O thread holds no
+/// reference to it (co_spawn would still hold one, inside its catch block, while the caller
+/// resumes): the exception object is then released on the caller's side.
+template <class T>
+struct McpOutcome {
+  std::exception_ptr error{};
+  T value{};
+};
+
+/// A caller suspended until its work on the I/O thread ends: its completion handler and the
+/// handler's executor, made never-blocking (the handler always runs later, on the caller's side)
+/// and counting outstanding work where the executor can (so that the caller's io_context does not
+/// run out of work while the caller waits).
+template <class T, class Handler>
+struct McpCallerWait {
+  static auto caller_executor(const Handler& handler) {
+    return net::prefer(
+        net::require(net::get_associated_executor(handler), net::execution::blocking.never),
+        net::execution::outstanding_work.tracked);
+  }
+  using Executor = std::decay_t<decltype(caller_executor(std::declval<const Handler&>()))>;
+
+  explicit McpCallerWait(Handler h) : executor(caller_executor(h)), handler(std::move(h)) {}
+
+  Executor executor;
+  Handler handler;
+  /// Held by the thread handing the wait over to `executor`, for as long as it touches the wait
+  /// (and copies of the executor of its own): McpResume waits for it before it runs or is
+  /// destroyed.
+  std::mutex handing_over;
+};
+
+/// The function object posted to the caller's executor: it owns the wait and the outcome, and
+/// runs the handler there. Destroyed without running (the caller's io_context destroyed with it
+/// queued), it destroys the wait there, as Asio destroys a handler it will not run.
+template <class T, class Handler>
+class McpResume {
+ public:
+  McpResume(std::unique_ptr<McpCallerWait<T, Handler>> wait, std::exception_ptr error,
+            T value) noexcept(std::is_nothrow_move_constructible_v<T>)
+      : wait_(std::move(wait)), error_(std::move(error)), value_(std::move(value)) {}
+  McpResume(McpResume&&) noexcept(std::is_nothrow_move_constructible_v<T>) = default;
+  McpResume& operator=(McpResume&&) = delete;
+  McpResume(const McpResume&) = delete;
+  McpResume& operator=(const McpResume&) = delete;
+  ~McpResume() {
+    if (wait_) handed_over();
+  }
+
+  void operator()() {
+    handed_over();
+    std::unique_ptr<McpCallerWait<T, Handler>> wait = std::move(wait_);
+    Handler handler = std::move(wait->handler);
+    // The work is released after the handler ran, on this side, as the rest of the wait.
+    auto work = std::move(wait->executor);
+    wait.reset();
+    handler(std::move(error_), std::move(value_));
+  }
+
+ private:
+  /// Returns once the thread that posted this is done with the wait.
+  void handed_over() { std::lock_guard done(wait_->handing_over); }
+
+  std::unique_ptr<McpCallerWait<T, Handler>> wait_;
+  std::exception_ptr error_;
+  T value_;
+};
+
+/// Resumes the caller of `wait` with `error` or `value`, from any thread: posts one McpResume to
+/// the caller's executor. This thread keeps no copy of the executor or of the handler once the
+/// caller can run. An allocation failure ends the process (noexcept): the caller could never be
+/// resumed.
+template <class T, class Handler>
+void mcp_resume(std::unique_ptr<McpCallerWait<T, Handler>> wait, std::exception_ptr error,
+                T value) noexcept {
+  McpCallerWait<T, Handler>& waiting = *wait;
+  std::unique_lock handing(waiting.handing_over);
+  net::execution::execute(
+      waiting.executor, McpResume<T, Handler>(std::move(wait), std::move(error), std::move(value)));
+  handing.unlock();  // the last touch of `waiting` on this thread
+}
+
+/// The completion of a caller's work spawned on the I/O thread: hands the outcome to the caller
+/// (mcp_resume). Destroyed without being called (the I/O thread's io_context destroyed with the
+/// work unfinished), it resumes the caller with McpError (errc::kMcpConnection).
+template <class T, class Handler>
+class McpIoDone {
+ public:
+  explicit McpIoDone(std::unique_ptr<McpCallerWait<T, Handler>> wait) noexcept
+      : wait_(std::move(wait)) {}
+  McpIoDone(McpIoDone&&) noexcept = default;
+  McpIoDone& operator=(McpIoDone&&) = delete;
+  McpIoDone(const McpIoDone&) = delete;
+  McpIoDone& operator=(const McpIoDone&) = delete;
+  ~McpIoDone() {
+    if (!wait_) return;
+    mcp_resume(std::move(wait_),
+               std::make_exception_ptr(McpError(errc::kMcpConnection,
+                                                "the MCP client was closed before the call ended")),
+               T{});
+  }
+
+  /// `error`: the spawn itself failed; otherwise the work's outcome.
+  void operator()(std::exception_ptr error, McpOutcome<T> outcome) {
+    if (!error) error = std::move(outcome.error);
+    mcp_resume(std::move(wait_), std::move(error), std::move(outcome.value));
+  }
+
+ private:
+  std::unique_ptr<McpCallerWait<T, Handler>> wait_;
+};
+
 /// Everything a client and its tools share; destroyed (closing the sessions) with the last of
 /// them.
 class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
@@ -129,35 +259,52 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
                   "a blocking McpClient function was called on the client's I/O thread (from "
                   "one of its callbacks); use the asynchronous ones");
     }
-    std::promise<T> promise;
-    std::future<T> result = promise.get_future();
+    // The outcome is moved to this thread under the mutex: the I/O thread keeps no reference to
+    // it (nor to what it threw) once this thread can go on. (std::promise::set_exception would
+    // keep one, in its argument, after waking this thread.)
+    struct Handoff {
+      std::mutex mu;
+      std::condition_variable cv;
+      std::optional<McpOutcome<T>> outcome;
+    } handoff;
     {
       std::shared_lock lock(gate_);
       if (closed_.load()) throw closed_error({});
       runtime_.active.fetch_add(1);
       net::co_spawn(runtime_.io(), counted(&runtime_, std::move(work)),
-                    [&promise](std::exception_ptr e, T value) {
-                      if (e) {
-                        promise.set_exception(e);
-                      } else {
-                        promise.set_value(std::move(value));
-                      }
+                    [&handoff](std::exception_ptr e, McpOutcome<T> outcome) {
+                      if (e) outcome.error = std::move(e);
+                      std::lock_guard done(handoff.mu);
+                      handoff.outcome.emplace(std::move(outcome));
+                      handoff.cv.notify_one();
                     });
     }
-    return result.get();
+    std::unique_lock wait(handoff.mu);
+    handoff.cv.wait(wait, [&] { return handoff.outcome.has_value(); });
+    McpOutcome<T> outcome = std::move(*handoff.outcome);
+    handoff.outcome.reset();
+    if (outcome.error) std::rethrow_exception(std::move(outcome.error));
+    return std::move(outcome.value);
   }
 
-  /// Runs `work` on the I/O thread; the caller resumes on its own executor.
+  /// Runs `work` on the I/O thread; the caller resumes on its own executor (see McpCallerWait).
+  /// Throws what `work` throws; McpError (errc::kMcpConnection) once the client is closed.
   template <class T>
   static net::awaitable<T> on_io(std::shared_ptr<McpClientCore> self, net::awaitable<T> work) {
-    net::awaitable<T> op = self->spawn(std::move(work));
+    McpClientCore* core = self.get();  // kept alive by `self` until this coroutine ends
+    auto initiate = [core](auto handler, net::awaitable<T> w) {
+      core->start_on_io<T>(std::move(handler), std::move(w));
+    };
+    net::awaitable<T> op =
+        net::async_initiate<const net::use_awaitable_t<>&, void(std::exception_ptr, T)>(
+            std::move(initiate), net::use_awaitable, std::move(work));
     T result = co_await std::move(op);
     co_return result;
   }
 
   /// The tools of `servers` (all when empty), on the I/O thread. (It keeps no reference to the
-  /// core: its frame ends on the I/O thread after its caller resumed, and a last reference
-  /// dropped there costs a thread, see create.)
+  /// core: its frame ends on the I/O thread, and a last reference dropped there costs a thread,
+  /// see create.)
   net::awaitable<std::vector<Tool>> tools_io(std::vector<std::string> servers) {
     ActiveGuard active(runtime_);
     if (servers.empty()) servers = order_;
@@ -242,6 +389,12 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
       json result = co_await std::move(sent);
       co_return result;
     }(session, std::move(params), timeout, control);
+    // The callbacks (the caller's, and the run's Context) end on this side once the call did:
+    // nothing of the caller stays with the I/O thread.
+    struct DropProgress {
+      McpCallControl& control;
+      ~DropProgress() { control.on_progress = nullptr; }
+    } drop_progress{*control};
     net::awaitable<json> op = on_io(self, std::move(work));
     json result = co_await std::move(op);
     co_return result;
@@ -336,24 +489,39 @@ class McpClientCore : public std::enable_shared_from_this<McpClientCore> {
   }
 
   /// `work`, counted in the runtime's active coroutines from before it was spawned (the count
-  /// was taken by the spawner) to its end.
+  /// was taken by the spawner) to its end; its outcome, what it threw included (McpOutcome).
   template <class T>
-  static net::awaitable<T> counted(McpRuntime* runtime, net::awaitable<T> work) {
+  static net::awaitable<McpOutcome<T>> counted(McpRuntime* runtime, net::awaitable<T> work) {
     struct Release {
       McpRuntime* runtime;
       ~Release() { runtime->active.fetch_sub(1, std::memory_order_release); }
     } release{runtime};
-    T result = co_await std::move(work);
-    co_return result;
+    McpOutcome<T> outcome;
+    try {
+      T value = co_await std::move(work);
+      outcome.value = std::move(value);
+    } catch (...) {
+      outcome.error = std::current_exception();
+    }
+    co_return outcome;
   }
 
-  /// `work` spawned on the I/O thread for a coroutine elsewhere. Throws McpError once closed.
-  template <class T>
-  net::awaitable<T> spawn(net::awaitable<T> work) {
-    std::shared_lock lock(gate_);
-    if (closed_.load()) throw closed_error({});
-    runtime_.active.fetch_add(1);
-    return net::co_spawn(runtime_.io(), counted(&runtime_, std::move(work)), net::use_awaitable);
+  /// `work` spawned on the I/O thread for the caller of `handler`, who is resumed with its
+  /// outcome (or McpError once the client is closed) on its own executor. Runs in the caller's
+  /// co_await, where nothing may throw: an allocation failure ends the process.
+  template <class T, class Handler>
+  void start_on_io(Handler handler, net::awaitable<T> work) noexcept {
+    auto wait = std::make_unique<McpCallerWait<T, Handler>>(std::move(handler));
+    {
+      std::shared_lock lock(gate_);
+      if (!closed_.load()) {
+        runtime_.active.fetch_add(1);
+        net::co_spawn(runtime_.io(), counted(&runtime_, std::move(work)),
+                      McpIoDone<T, Handler>(std::move(wait)));
+        return;
+      }
+    }
+    mcp_resume(std::move(wait), std::make_exception_ptr(closed_error({})), T{});
   }
 
   net::awaitable<bool> close_all(std::vector<std::shared_ptr<McpSession>> all) {

@@ -94,6 +94,9 @@ net::awaitable<void> McpSession::ensure_ready() {
     } catch (...) {
       failure = std::current_exception();
     }
+    // The attempt is over: only its waiters keep it (and its error, so that the error is
+    // released by the callers it reaches, not held here).
+    attempt_.reset();
     if (failure) {
       drop_connection();
       if (state_ != State::closed) state_ = State::idle;

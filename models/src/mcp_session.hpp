@@ -27,7 +27,8 @@ namespace sg::detail {
 extern const std::vector<std::string> kMcpProtocolVersions;
 
 /// What a caller's request shares with the I/O thread. Filled by the caller before the request
-/// starts; then touched on the I/O thread only.
+/// starts; then touched on the I/O thread only, until the request ended (the caller then drops
+/// on_progress, so that its callbacks are destroyed on its side).
 struct McpCallControl {
   /// Called with each progress notification of the request (the request then asks for them).
   std::function<void(const McpProgress&)> on_progress{};

@@ -12,8 +12,13 @@
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/execution.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
+#include <boost/asio/prefer.hpp>
+#include <boost/asio/require.hpp>
 #include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <doctest/doctest.h>
 #include <signal.h>
@@ -85,6 +90,66 @@ json langchain_view(const sg::Message& m) {
                       : json::array();
   return {{"content", content}, {"artifact", artifact}, {"status", m.status}};
 }
+
+/// Where the copies of a caller's executor (ProbedExecutor) were destroyed.
+struct ExecutorProbe {
+  std::thread::id owner = std::this_thread::get_id();
+  std::atomic<int> foreign{0};  // copies destroyed on another thread than `owner`
+};
+
+/// An executor (of an io_context, or of a strand of one) that counts in its probe the copies of
+/// it destroyed on another thread than the probe's owner. Like the executor of a graph run's
+/// node, it can own part of the caller's io_context (a strand): a copy destroyed on another
+/// thread after that io_context was destroyed touches freed memory. `tracks_work` false: it
+/// cannot count outstanding work (as a node's executor cannot), and prefer() leaves it as it is.
+class ProbedExecutor {
+ public:
+  ProbedExecutor(boost::asio::any_io_executor inner, std::shared_ptr<ExecutorProbe> probe,
+                 bool tracks_work)
+      : inner_(std::move(inner)), probe_(std::move(probe)), tracks_work_(tracks_work) {}
+  ProbedExecutor(const ProbedExecutor&) = default;
+  ProbedExecutor(ProbedExecutor&&) noexcept = default;
+  ProbedExecutor& operator=(const ProbedExecutor&) = default;
+  ProbedExecutor& operator=(ProbedExecutor&&) noexcept = default;
+  ~ProbedExecutor() {
+    if (probe_ && std::this_thread::get_id() != probe_->owner) ++probe_->foreign;
+  }
+
+  [[nodiscard]] boost::asio::execution_context& query(
+      boost::asio::execution::context_t) const noexcept {
+    return boost::asio::query(inner_, boost::asio::execution::context);
+  }
+  [[nodiscard]] ProbedExecutor require(boost::asio::execution::blocking_t::never_t) const {
+    return {boost::asio::require(inner_, boost::asio::execution::blocking.never), probe_,
+            tracks_work_};
+  }
+  [[nodiscard]] ProbedExecutor require(
+      boost::asio::execution::outstanding_work_t::tracked_t) const {
+    if (!tracks_work_) return *this;
+    return {boost::asio::prefer(inner_, boost::asio::execution::outstanding_work.tracked), probe_,
+            true};
+  }
+  [[nodiscard]] ProbedExecutor require(
+      boost::asio::execution::outstanding_work_t::untracked_t) const {
+    return {boost::asio::prefer(inner_, boost::asio::execution::outstanding_work.untracked), probe_,
+            tracks_work_};
+  }
+  template <class F>
+  void execute(F f) const {
+    inner_.execute(std::move(f));
+  }
+  friend bool operator==(const ProbedExecutor& a, const ProbedExecutor& b) noexcept {
+    return a.inner_ == b.inner_ && a.probe_ == b.probe_;
+  }
+  friend bool operator!=(const ProbedExecutor& a, const ProbedExecutor& b) noexcept {
+    return !(a == b);
+  }
+
+ private:
+  boost::asio::any_io_executor inner_;
+  std::shared_ptr<ExecutorProbe> probe_;
+  bool tracks_work_ = true;
+};
 
 }  // namespace
 
@@ -263,6 +328,90 @@ TEST_CASE("mcp progress reaches the run's custom stream with stream_progress (as
   CHECK(custom[0]["progress"] == 1);
   CHECK(custom[0]["message"] == "step 1");
   CHECK(custom[1]["progress"] == 2);
+}
+
+TEST_CASE("mcp asynchronous calls leave nothing of the caller's executor to the I/O thread") {
+  // Each round: an io_context on this thread awaits aget_tools, acall_tool (a result, a server
+  // error, a progress callback owning a copy of the caller's executor), an MCP tool's acall and
+  // a closed client, then is destroyed as soon as run() returns. The client's I/O thread must
+  // not hold (nor destroy) a copy of the caller's executor once the caller may resume: such a
+  // copy would outlive the io_context. The probe counts the copies destroyed on other threads.
+  sg::McpClient client = one_server("bad", sg::test::bad_server("good"));
+  sg::McpClient closed = one_server("bad", sg::test::bad_server("good"));
+  closed.close();
+  auto probe = std::make_shared<ExecutorProbe>();
+  constexpr int kRounds = 40;
+  int finished = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    // Even rounds: the io_context's executor, counting outstanding work (the only work of the
+    // io_context while a call waits is the call's). Odd rounds: a strand that cannot count work,
+    // as a graph run's node executor; a work guard kept until the coroutine ends holds the
+    // io_context instead.
+    const bool tracks_work = round % 2 == 0;
+    CAPTURE(round);
+    std::string failure;
+    {
+      boost::asio::io_context io;
+      std::optional<boost::asio::executor_work_guard<boost::asio::io_context::executor_type>> hold;
+      if (!tracks_work) hold.emplace(io.get_executor());
+      boost::asio::any_io_executor inner = io.get_executor();
+      if (!tracks_work) inner = boost::asio::make_strand(io);
+      ProbedExecutor executor(inner, probe, tracks_work);
+      boost::asio::co_spawn(
+          executor,
+          [&, executor]() -> boost::asio::awaitable<void> {
+            auto check = [&](bool ok, const std::string& what) {
+              if (!ok && failure.empty()) failure = what;
+            };
+            const std::thread::id here = std::this_thread::get_id();
+            std::vector<sg::Tool> tools = co_await client.aget_tools();
+            check(std::this_thread::get_id() == here && has(tool_names(tools), "echo"),
+                  "aget_tools");
+            const std::string text = "round " + std::to_string(round);
+            // (Arguments in named locals: g++ 12 miscompiles co_await over braced initializers.)
+            const json args = {{"text", text}};
+            const json no_args = json::object();
+            sg::McpCallOptions options;
+            options.on_progress = [executor](const sg::McpProgress&) {};
+            json echoed = co_await client.acall_tool("bad", "echo", args, options);
+            check(echoed["content"][0]["text"] == "echo: " + text, "acall_tool: " + echoed.dump());
+            std::string code;
+            try {
+              (void)co_await client.acall_tool("bad", "no-such-tool", no_args);
+            } catch (const sg::Error& e) {
+              code = e.code();
+            }
+            check(code == sg::errc::kMcpServerError, "a server error: " + code);
+            sg::ToolRuntime runtime;
+            sg::ToolResult called = co_await tool_named(tools, "echo").acall(args, runtime);
+            check(called.message.has_value() && called.message->text() == "echo: " + text,
+                  "Tool::acall");
+            code.clear();
+            try {
+              (void)co_await closed.acall_tool("bad", "echo", args);
+            } catch (const sg::Error& e) {
+              code = e.code();
+            }
+            check(code == sg::errc::kMcpConnection, "a closed client: " + code);
+            code.clear();
+            try {
+              (void)co_await closed.aget_tools();
+            } catch (const sg::Error& e) {
+              code = e.code();
+            }
+            check(code == sg::errc::kMcpConnection, "aget_tools of a closed client: " + code);
+            ++finished;
+            hold.reset();
+          },
+          boost::asio::detached);
+      io.run();
+    }  // the io_context (and its strands) destroyed right away
+    REQUIRE_MESSAGE(failure.empty(), failure);
+    REQUIRE(finished == round + 1);  // run() returned only once the coroutine had ended
+  }
+  client.close();  // joins the I/O thread: whatever it still held is destroyed by now
+  closed.close();
+  CHECK(probe->foreign.load() == 0);
 }
 
 TEST_CASE("mcp cancellation mid-call: CancelledError at once, and the server is told") {
