@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <utility>
 
@@ -307,7 +308,11 @@ net::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>
                       gathering.finished();
                     });
     } else {
-      std::thread([&, i, executor] {
+      // The thread lets go of its copy of the node's executor before the node may resume (the
+      // handler waits for `handoff`): the last copy of a strand must not be destroyed here after
+      // the caller's execution context is gone.
+      auto handoff = std::make_shared<std::mutex>();
+      std::thread([&, i, ex = executor, handoff]() mutable {
         ToolOutcome outcome;
         std::exception_ptr error;
         try {
@@ -315,11 +320,15 @@ net::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>
         } catch (...) {
           error = std::current_exception();
         }
-        net::post(executor, [&gathering, i, error, outcome = std::move(outcome)]() mutable {
+        std::lock_guard hold(*handoff);
+        net::post(ex, [&gathering, i, handoff, error = std::move(error),
+                       outcome = std::move(outcome)]() mutable {
+          { std::lock_guard wait(*handoff); }
           gathering.outcomes[i] = std::move(outcome);
-          gathering.errors[i] = error;
+          gathering.errors[i] = std::move(error);
           gathering.finished();
         });
+        ex = net::any_io_executor();
       }).detach();
     }
   }
