@@ -6,26 +6,13 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
-#include <stdexcept>
 #include <string>
 
+#include "support/mcp_peers.hpp"
 #include "support/process.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {
-
-/// The tests' Node.js; tests/mcp/setup.sh installs it and the MCP servers when missing.
-const std::string& mcp_node() {
-  static const std::string node = [] {
-    const auto r = sg::test::run_process("/bin/bash", {std::string(SG_MCP_DIR) + "/setup.sh"});
-    std::string path = r.out;
-    while (!path.empty() && path.back() == '\n') path.pop_back();
-    if (r.exit_code != 0 || path.empty())
-      throw std::runtime_error("tests/mcp/setup.sh failed: " + r.err);
-    return path;
-  }();
-  return node;
-}
 
 std::string write_file(const std::string& path, const std::string& text) {
   std::ofstream(path) << text;
@@ -34,12 +21,10 @@ std::string write_file(const std::string& path, const std::string& text) {
 
 /// An mcpServers file naming server-everything over stdio.
 std::string everything_config(const sg::test::TempDir& dir) {
-  const std::string everything =
-      std::string(SG_MCP_DIR) +
-      "/node_modules/@modelcontextprotocol/server-everything/dist/index.js";
+  const std::string everything = sg::test::everything_js();
   return write_file(dir.sub("mcp.json"), R"({"mcpServers": {"everything": {"command": ")" +
-                                             mcp_node() + R"(", "args": [")" + everything +
-                                             R"(", "stdio"], "stderr": "ignore"}}})");
+                                             sg::test::mcp_node() + R"(", "args": [")" +
+                                             everything + R"(", "stdio"], "stderr": "ignore"}}})");
 }
 
 }  // namespace

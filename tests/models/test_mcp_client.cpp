@@ -32,7 +32,7 @@
 #include <optional>
 #include <thread>
 
-#include "mcp_peers.hpp"
+#include "support/mcp_peers.hpp"
 #include "support/temp_dir.hpp"
 
 namespace {

@@ -16,7 +16,7 @@
 #include <mutex>
 #include <thread>
 
-#include "mcp_peers.hpp"
+#include "support/mcp_peers.hpp"
 
 namespace {
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 #pragma once
-// The MCP client tests' peers: the reference servers from npm (tests/mcp, installed by
-// tests/mcp/setup.sh when missing), the servers of tests/mcp written to misbehave, and HTTP
-// servers started on a free port of 127.0.0.1.
+// The MCP tests' peers (the client's, the CLI's): the reference servers from npm (tests/mcp,
+// installed by tests/mcp/setup.sh when missing), the servers of tests/mcp written to misbehave, and
+// HTTP servers started on a free port of 127.0.0.1.
 
 #include <stategraph/models/mcp.hpp>
 
