@@ -31,6 +31,7 @@
 #include "openai_wire.hpp"
 #include "support/http_client.hpp"
 #include "support/loopback_openai.hpp"
+#include "support/process.hpp"
 
 // g++ 12 wrongly reports awaitable frames freed by the frame's own operator delete as mismatched
 // (GCC bug 109224; seen in sanitizer builds).
@@ -84,14 +85,6 @@ sg::ModelError model_error_of(F&& f) {
   }
   FAIL("no ModelError was thrown");
   return sg::ModelError("none", "none");
-}
-
-int thread_count() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  }
-  return -1;
 }
 
 /// A reply with two tool calls, one with malformed arguments, as a JSON completion and as the
@@ -715,7 +708,7 @@ TEST_CASE("100 concurrent awaitable calls on one io_context thread share no thre
   std::vector<std::string> replies(100);
   int failures = 0;
   int most_threads = 0;
-  const int threads_before = thread_count();
+  const int threads_before = sg::test::thread_count();
   for (int i = 0; i < 100; ++i) {
     net::co_spawn(
         io,
@@ -739,7 +732,8 @@ TEST_CASE("100 concurrent awaitable calls on one io_context thread share no thre
         net::detached);
   }
   net::steady_timer probe(io, 150ms);
-  probe.async_wait([&](const boost::system::error_code&) { most_threads = thread_count(); });
+  probe.async_wait(
+      [&](const boost::system::error_code&) { most_threads = sg::test::thread_count(); });
   const auto start = Clock::now();
   io.run();
   const double took = seconds_since(start);
@@ -853,7 +847,7 @@ TEST_CASE("1000 concurrent streaming calls on an io_context run by four threads"
   std::atomic<int> done{0};
   std::atomic<int> failures{0};
   std::atomic<int> chunks{0};
-  const int threads_before = thread_count();
+  const int threads_before = sg::test::thread_count();
   for (int i = 0; i < 1000; ++i) {
     net::co_spawn(
         io,
@@ -874,7 +868,8 @@ TEST_CASE("1000 concurrent streaming calls on an io_context run by four threads"
   }
   int most_threads = 0;
   net::steady_timer probe(io, 200ms);
-  probe.async_wait([&](const boost::system::error_code&) { most_threads = thread_count(); });
+  probe.async_wait(
+      [&](const boost::system::error_code&) { most_threads = sg::test::thread_count(); });
   const auto start = Clock::now();
   std::vector<std::thread> runners;
   for (int i = 0; i < 4; ++i) runners.emplace_back([&io] { io.run(); });

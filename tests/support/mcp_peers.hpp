@@ -137,14 +137,4 @@ inline McpServerConfig http_server(const std::string& url,
   return config;
 }
 
-/// The threads of this process (/proc/self/status).
-inline int thread_count() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
-  }
-  return -1;
-}
-
 }  // namespace sg::test

@@ -22,6 +22,22 @@
 
 namespace sg::test {
 
+/// The threads of this process (/proc/self/status). The first call starts and joins one thread,
+/// so that a runtime that starts its own thread with the process's first (TSan's background
+/// thread) has started it before any count is taken.
+inline int thread_count() {
+  static const bool warmed = [] {
+    std::thread([] {}).join();
+    return true;
+  }();
+  (void)warmed;
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.rfind("Threads:", 0) == 0) return std::stoi(line.substr(8));
+  }
+  return -1;
+}
+
 struct ProcessResult {
   int exit_code = -1;
   std::string out;
