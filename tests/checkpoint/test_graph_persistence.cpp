@@ -293,6 +293,36 @@ TEST_CASE_TEMPLATE("a resuming Command that cannot apply fails its run and saves
   CHECK(resumed.state.log == std::vector<std::string>{"ada"});
 }
 
+TEST_CASE_TEMPLATE(
+    "a resume value the node rejects fails the run, and the next resume value is taken", F,
+    SG_SAVER_FACTORIES) {
+  // As LangGraph: a task that fails keeps only its error, not the resume values it consumed, so
+  // the interrupt is still pending and takes the next Command's value.
+  F factory;
+  auto saver = factory.make();
+  sg::StateGraph<Chat> g;
+  g.add_node("ask", [](const Chat&) {
+    const auto answer = sg::interrupt("yes or no?").get<std::string>();
+    if (answer != "yes" && answer != "no") throw std::invalid_argument("answer yes or no");
+    return log(answer);
+  });
+  g.add_edge(sg::START, "ask");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto config = thread("t");
+  REQUIRE(app.invoke(say("start"), config).interrupted());
+  CHECK_THROWS_WITH((void)app.invoke(sg::Command<Chat>{.resume = json("maybe")}, config),
+                    doctest::Contains("answer yes or no"));
+  const auto state = app.get_state(config);
+  REQUIRE(state);
+  CHECK(state->next == std::vector<std::string>{"ask"});
+  REQUIRE(state->tasks.size() == 1);
+  CHECK(state->tasks[0].error == "answer yes or no");
+  CHECK(state->tasks[0].interrupts.size() == 1);
+  const auto resumed = app.invoke(sg::Command<Chat>{.resume = json("yes")}, config);
+  CHECK_FALSE(resumed.interrupted());
+  CHECK(resumed.state.log == std::vector<std::string>{"yes"});
+}
+
 TEST_CASE("a checkpointer without deltas gets plain values and behaves like InMemorySaver") {
   // Four turns of a chat whose node appends a reply and, from the third turn, removes the oldest
   // message; an interrupt and its resume; a state update; history. Run on a checkpointer

@@ -308,8 +308,8 @@ nlohmann::json ExecutorCore::gotos_json(const std::vector<Goto>& go_to) const {
   return gotos;
 }
 
-/// Saves what a finished task produced against the current checkpoint: its writes, its
-/// interrupts (with the resume values it used), or its error.
+/// Saves what a finished task produced against the current checkpoint: its writes or its
+/// interrupts (with the resume values it used), or its error alone.
 void ExecutorCore::save_task_outcome_now(const Task& t, bool with_checkpoint) {
   ChannelWrites writes;
   if (t.error) {
@@ -331,7 +331,9 @@ void ExecutorCore::save_task_outcome_now(const Task& t, bool with_checkpoint) {
   } else {
     return;
   }
-  if (!t.info.resume.empty())
+  // A failed task keeps no resume values: resumed again, its interrupt() calls take the new
+  // values (as LangGraph saves only the error of a failed task).
+  if (!t.error && !t.info.resume.empty())
     writes.emplace_back(std::string(kResumeChannel), nlohmann::json(t.info.resume));
   save_writes(std::string(t.info.id.data(), t.info.id.size()), std::move(writes),
               with_checkpoint && t.has_output);
