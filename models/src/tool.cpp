@@ -2,6 +2,8 @@
 #include <stategraph/models/tool.hpp>
 #include <stategraph/models/tool_node.hpp>
 
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
@@ -99,38 +101,41 @@ const Tool* find_tool(const std::vector<Tool>& tools, const ToolCall& call) {
 
 /// The answer to a call of a tool that does not exist (LangGraph's
 /// INVALID_TOOL_NAME_ERROR_TEMPLATE); throws it when errors are not handled.
-ToolOutcome unknown_tool(const std::vector<Tool>& tools, const ToolCall& call,
-                         const ToolNodeOptions& options) {
+ToolCallOutcome unknown_tool(const std::vector<Tool>& tools, const ToolCall& call,
+                             const ToolNodeOptions& options) {
   std::string names;
   for (const auto& t : tools) names += (names.empty() ? "" : ", ") + t.name();
   std::string text =
       fmt::format("Error: {} is not a valid tool, try one of [{}].", call.name, names);
-  if (!options.handle_errors) throw Error(errc::kInvalidArgument, text);
-  return ToolOutcome{tool_message(std::move(text), call, "error"), {}};
+  if (!options.handle_errors && !options.handle_invalid_calls)
+    throw Error(errc::kInvalidArgument, text);
+  return ToolCallOutcome{tool_message(std::move(text), call, "error"), {}};
 }
 
-ToolOutcome to_outcome(ToolResult result, const ToolCall& call) {
-  if (result.command.has_value()) return ToolOutcome{std::nullopt, std::move(result.command)};
+ToolCallOutcome to_outcome(ToolResult result, const ToolCall& call) {
+  if (result.command.has_value()) return ToolCallOutcome{std::nullopt, std::move(result.command)};
   if (result.message) {
     Message m = std::move(*result.message);
     if (m.type == MessageType::tool && m.tool_call_id.empty()) m.tool_call_id = call.id;
     if (m.type == MessageType::tool && m.name.empty()) m.name = call.name;
-    return ToolOutcome{std::move(m), {}};
+    return ToolCallOutcome{std::move(m), {}};
   }
-  return ToolOutcome{tool_message(result_content(result.content), call, "success"), {}};
+  return ToolCallOutcome{tool_message(result_content(result.content), call, "success"), {}};
 }
 
 /// The answer to a call whose tool threw `error` (LangGraph's TOOL_CALL_ERROR_TEMPLATE);
-/// rethrows a cancellation, and any error when errors are not handled.
-ToolOutcome error_outcome(const std::exception_ptr& error, const ToolCall& call,
-                          const ToolNodeOptions& options) {
+/// rethrows a cancellation, and any error `options` do not handle.
+ToolCallOutcome error_outcome(const std::exception_ptr& error, const ToolCall& call,
+                              const ToolNodeOptions& options) {
   try {
     std::rethrow_exception(error);
   } catch (const CancelledError&) {
     throw;
   } catch (const std::exception& e) {
-    if (!options.handle_errors) throw;
-    return ToolOutcome{
+    const auto* sg_error = dynamic_cast<const Error*>(&e);
+    const bool invalid_call = sg_error != nullptr && sg_error->code() == errc::kToolArguments;
+    if (!options.handle_errors && !(invalid_call && options.handle_invalid_calls)) throw;
+    return ToolCallOutcome{
         tool_message(fmt::format("Error: {}\n Please fix your mistakes.", e.what()), call, "error"),
         {}};
   }
@@ -151,7 +156,7 @@ class ToolSpan {
     span_->arguments = nullptr;
   }
 
-  void done(const ToolOutcome& out) {
+  void done(const ToolCallOutcome& out) {
     if (!span_) [[likely]]
       return;
     span_->end = std::chrono::system_clock::now();
@@ -180,12 +185,12 @@ class ToolSpan {
 };
 
 /// One call with `context` current: its outcome, or (handle_errors) its error as a tool message.
-ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
-                    Context* context, const ToolNodeOptions& options) {
+ToolCallOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const std::any& state,
+                        Context* context, const ToolNodeOptions& options) {
   detail::CurrentContextGuard guard(context);
   ToolSpan span(context, call);
   try {
-    ToolOutcome out;
+    ToolCallOutcome out;
     if (const Tool* tool = find_tool(tools, call)) {
       ToolRuntime runtime{&call, &state, context ? context->store() : nullptr, context};
       try {
@@ -204,18 +209,16 @@ ToolOutcome run_one(const std::vector<Tool>& tools, const ToolCall& call, const 
   }
 }
 
-/// run_one on the caller's executor, awaiting an asynchronous tool there.
-net::awaitable<ToolOutcome> arun_one(const std::vector<Tool>& tools, const ToolCall& call,
-                                     const std::any& state, Context* context,
-                                     const ToolNodeOptions& options) {
-  const Tool* tool = find_tool(tools, call);
-  if (tool == nullptr || !tool->is_async()) co_return run_one(tools, call, state, context, options);
+/// An asynchronous tool's call on the caller's executor, as run_one runs a plain one.
+net::awaitable<ToolCallOutcome> arun_async(const Tool& tool, const ToolCall& call,
+                                           const std::any& state, Context* context,
+                                           const ToolNodeOptions& options) {
   ToolSpan span(context, call);
   std::exception_ptr failure;
-  ToolOutcome out;
+  ToolCallOutcome out;
   try {
     ToolRuntime runtime{&call, &state, context ? context->store() : nullptr, context};
-    ToolResult result = co_await tool->acall(call.args, runtime);
+    ToolResult result = co_await tool.acall(call.args, runtime);
     out = to_outcome(std::move(result), call);
   } catch (...) {
     failure = std::current_exception();
@@ -230,8 +233,39 @@ net::awaitable<ToolOutcome> arun_one(const std::vector<Tool>& tools, const ToolC
   co_return out;
 }
 
-/// The calls of one ToolNode step running at once on one executor: each ends by storing its
-/// outcome or error; the last one wakes the waiting node. Touched only on that executor.
+/// Runs `fn` on a thread of its own; the caller resumes on its executor with what it returned or
+/// threw. The thread lets go of its copy of the caller's executor before the caller may resume
+/// (the completion waits for `handoff`): the last copy of a strand must not be destroyed there
+/// after the caller's execution context is gone.
+net::awaitable<ToolCallOutcome> on_own_thread(std::function<ToolCallOutcome()> fn) {
+  return net::async_initiate<decltype(net::use_awaitable),
+                             void(std::exception_ptr, ToolCallOutcome)>(
+      [](auto handler, std::function<ToolCallOutcome()> work) {
+        auto handoff = std::make_shared<std::mutex>();
+        std::thread([handler = std::move(handler), work = std::move(work), handoff]() mutable {
+          ToolCallOutcome outcome;
+          std::exception_ptr error;
+          try {
+            outcome = work();
+          } catch (...) {
+            error = std::current_exception();
+          }
+          std::unique_lock hold(*handoff);
+          {
+            auto executor = net::get_associated_executor(handler);
+            net::post(executor, [handler = std::move(handler), handoff, error = std::move(error),
+                                 outcome = std::move(outcome)]() mutable {
+              { std::lock_guard wait(*handoff); }
+              std::move(handler)(std::move(error), std::move(outcome));
+            });
+          }
+        }).detach();
+      },
+      net::use_awaitable, std::move(fn));
+}
+
+/// The calls of one step running at once on one executor: each ends by storing its outcome or
+/// error; the last one wakes the waiting node. Touched only on that executor.
 struct Gathering {
   explicit Gathering(const net::any_io_executor& executor, std::size_t calls)
       : outcomes(calls), errors(calls), left(calls), all_done(executor) {
@@ -240,7 +274,7 @@ struct Gathering {
   void finished() {
     if (--left == 0) all_done.cancel();
   }
-  std::vector<ToolOutcome> outcomes;
+  std::vector<ToolCallOutcome> outcomes;
   std::vector<std::exception_ptr> errors;
   std::size_t left;
   net::steady_timer all_done;
@@ -248,10 +282,11 @@ struct Gathering {
 
 }  // namespace
 
-std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
-                                        const std::vector<ToolCall>& calls, const std::any& state,
-                                        Context* context, const ToolNodeOptions& options) {
-  std::vector<ToolOutcome> out;
+std::vector<ToolCallOutcome> run_tool_calls(const std::vector<Tool>& tools,
+                                            const std::vector<ToolCall>& calls,
+                                            const std::any& state, Context* context,
+                                            const ToolNodeOptions& options) {
+  std::vector<ToolCallOutcome> out;
   out.reserve(calls.size());
   if (calls.size() == 1) {
     out.push_back(run_one(tools, calls[0], state, context, options));
@@ -259,7 +294,7 @@ std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
   }
   // Tool calls block (on I/O, usually): each gets its own thread, none waits for a pool the
   // node itself may be occupying. Results are taken in call order.
-  std::vector<std::future<ToolOutcome>> running;
+  std::vector<std::future<ToolCallOutcome>> running;
   running.reserve(calls.size());
   for (const auto& call : calls) {
     running.push_back(std::async(std::launch::async, [&tools, &call, &state, context, &options] {
@@ -278,66 +313,59 @@ std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
   return out;
 }
 
-net::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
-                                                         const std::vector<ToolCall>& calls,
-                                                         const std::any& state, Context* context,
-                                                         const ToolNodeOptions& options) {
+net::awaitable<ToolCallOutcome> arun_tool_call(const std::vector<Tool>& tools, const ToolCall& call,
+                                               const std::any& state, Context* context,
+                                               const ToolNodeOptions& options, bool own_thread) {
+  const Tool* tool = find_tool(tools, call);
+  if (tool != nullptr && tool->is_async())
+    co_return co_await arun_async(*tool, call, state, context, options);
+  if (!own_thread) co_return run_one(tools, call, state, context, options);
+  co_return co_await on_own_thread([&tools, &call, &state, context, &options] {
+    return run_one(tools, call, state, context, options);
+  });
+}
+
+net::awaitable<std::vector<ToolCallOutcome>> gather_tool_calls(
+    std::size_t count, const std::function<net::awaitable<ToolCallOutcome>(std::size_t)>& run) {
+  const net::any_io_executor executor = co_await net::this_coro::executor;
+  Gathering gathering(executor, count);
+  for (std::size_t i = 0; i < count; ++i) {
+    net::co_spawn(executor, run(i), [&gathering, i](std::exception_ptr e, ToolCallOutcome outcome) {
+      gathering.outcomes[i] = std::move(outcome);
+      gathering.errors[i] = e;
+      gathering.finished();
+    });
+  }
+  boost::system::error_code ignored;
+  if (gathering.left > 0)
+    co_await gathering.all_done.async_wait(net::redirect_error(net::use_awaitable, ignored));
+  for (std::size_t i = 0; i < count; ++i)
+    if (gathering.errors[i]) std::rethrow_exception(gathering.errors[i]);
+  co_return std::move(gathering.outcomes);
+}
+
+net::awaitable<std::vector<ToolCallOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
+                                                             const std::vector<ToolCall>& calls,
+                                                             const std::any& state,
+                                                             Context* context,
+                                                             const ToolNodeOptions& options) {
   bool any_async = false;
   for (const auto& call : calls) {
     const Tool* tool = find_tool(tools, call);
     any_async = any_async || (tool != nullptr && tool->is_async());
   }
   if (!any_async) co_return run_tool_calls(tools, calls, state, context, options);
-  std::vector<ToolOutcome> out;
   if (calls.size() == 1) {
-    ToolOutcome one = co_await arun_one(tools, calls[0], state, context, options);
-    out.push_back(std::move(one));
+    std::vector<ToolCallOutcome> out;
+    out.push_back(co_await arun_tool_call(tools, calls[0], state, context, options, false));
     co_return out;
   }
   // Asynchronous tools run as coroutines on this executor (keeping the node's Context current),
-  // plain ones each on a thread of their own; every end is handled on this executor.
-  const net::any_io_executor executor = co_await net::this_coro::executor;
-  Gathering gathering(executor, calls.size());
-  for (std::size_t i = 0; i < calls.size(); ++i) {
-    const Tool* tool = find_tool(tools, calls[i]);
-    if (tool != nullptr && tool->is_async()) {
-      net::co_spawn(executor, arun_one(tools, calls[i], state, context, options),
-                    [&gathering, i](std::exception_ptr e, ToolOutcome outcome) {
-                      gathering.outcomes[i] = std::move(outcome);
-                      gathering.errors[i] = e;
-                      gathering.finished();
-                    });
-    } else {
-      // The thread lets go of its copy of the node's executor before the node may resume (the
-      // handler waits for `handoff`): the last copy of a strand must not be destroyed here after
-      // the caller's execution context is gone.
-      auto handoff = std::make_shared<std::mutex>();
-      std::thread([&, i, ex = executor, handoff]() mutable {
-        ToolOutcome outcome;
-        std::exception_ptr error;
-        try {
-          outcome = run_one(tools, calls[i], state, context, options);
-        } catch (...) {
-          error = std::current_exception();
-        }
-        std::lock_guard hold(*handoff);
-        net::post(ex, [&gathering, i, handoff, error = std::move(error),
-                       outcome = std::move(outcome)]() mutable {
-          { std::lock_guard wait(*handoff); }
-          gathering.outcomes[i] = std::move(outcome);
-          gathering.errors[i] = std::move(error);
-          gathering.finished();
-        });
-        ex = net::any_io_executor();
-      }).detach();
-    }
-  }
-  boost::system::error_code ignored;
-  if (gathering.left > 0)
-    co_await gathering.all_done.async_wait(net::redirect_error(net::use_awaitable, ignored));
-  for (std::size_t i = 0; i < calls.size(); ++i)
-    if (gathering.errors[i]) std::rethrow_exception(gathering.errors[i]);
-  co_return std::move(gathering.outcomes);
+  // plain ones each on a thread of their own when there are several calls.
+  const bool own_thread = calls.size() > 1;
+  co_return co_await gather_tool_calls(calls.size(), [&](std::size_t i) {
+    return arun_tool_call(tools, calls[i], state, context, options, own_thread);
+  });
 }
 
 const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& messages) {

@@ -36,6 +36,11 @@
 
 namespace sg {
 
+namespace errc {
+/// A tool call's arguments do not match the tool's arguments (make_tool's parsing).
+inline constexpr std::string_view kToolArguments = "tool.invalid_arguments";
+}  // namespace errc
+
 class Store;
 
 /// What a tool gets besides its arguments: the call, the graph state of the node running it
@@ -127,23 +132,23 @@ ToolResult to_tool_result(R&& value) {
   return out;
 }
 
-/// Parses a tool's arguments into Args; throws sg::Error (errc::kInvalidArgument) naming a
+/// Parses a tool's arguments into Args; throws sg::Error (errc::kToolArguments) naming a
 /// missing required argument or a bad one.
 template <State Args>
 Args parse_tool_args(const std::string& tool, const nlohmann::json& args) {
   if (args.is_null()) return parse_tool_args<Args>(tool, nlohmann::json::object());
   if (!args.is_object())
-    throw Error(errc::kInvalidArgument, "tool '" + tool + "' takes a JSON object of arguments");
+    throw Error(errc::kToolArguments, "tool '" + tool + "' takes a JSON object of arguments");
   for_each_field<Args>([&](auto i) {
     using V = typename field_t<Args, i>::value_type;
     const std::string name(field_t<Args, i>::name);
     if (!IsOptional<V>::value && !args.contains(name))
-      throw Error(errc::kInvalidArgument, "tool '" + tool + "': missing argument '" + name + "'");
+      throw Error(errc::kToolArguments, "tool '" + tool + "': missing argument '" + name + "'");
   });
   try {
     return state_from_json<Args>(args);
   } catch (const Error& e) {
-    throw Error(errc::kInvalidArgument, "tool '" + tool + "': " + e.what());
+    throw Error(errc::kToolArguments, "tool '" + tool + "': " + e.what());
   }
 }
 
@@ -153,7 +158,7 @@ Args parse_tool_args(const std::string& tool, const nlohmann::json& args) {
 /// of type std::optional are not required). Its JSON schema comes from the fields' types
 /// (`descriptions` adds a description per argument name). `fn` is called as fn(args) or
 /// fn(args, runtime) and returns a string, any JSON value, a Message, a ToolResult or a
-/// `Command<S>`. Bad arguments throw sg::Error (errc::kInvalidArgument) naming them.
+/// `Command<S>`. Bad arguments throw sg::Error (errc::kToolArguments) naming them.
 template <State Args, class F>
 [[nodiscard]] Tool make_tool(std::string name, std::string description, F fn,
                              const std::map<std::string, std::string>& descriptions = {}) {

@@ -12,7 +12,9 @@
 #include <stategraph/models/tool.hpp>
 
 #include <any>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 #include <vector>
@@ -25,31 +27,49 @@ struct ToolNodeOptions {
   /// status "error" carrying the error text, so the model can recover (LangGraph's
   /// handle_tool_errors=True). False: the error fails the node.
   bool handle_errors = true;
+  /// With handle_errors off, an unknown tool name and arguments the tool rejects
+  /// (errc::kToolArguments) still become error messages; other errors fail the node (LangGraph's
+  /// default error handler, which handles only invalid tool calls).
+  bool handle_invalid_calls = false;
 };
 
-namespace detail {
-
-/// The outcome of one tool call: its tool message, or the Command the tool returned.
-struct ToolOutcome {
+/// The outcome of one tool call: its tool message, or the `Command<S>` the tool returned.
+struct ToolCallOutcome {
   std::optional<Message> message{};
   std::any command{};
 };
 
+namespace detail {
+
 /// Runs `calls` with `tools` (concurrently when there are several; each with `context` current
 /// on its thread), results in call order. Throws the first error (in call order) when
 /// handle_errors is off.
-std::vector<ToolOutcome> run_tool_calls(const std::vector<Tool>& tools,
-                                        const std::vector<ToolCall>& calls, const std::any& state,
-                                        Context* context, const ToolNodeOptions& options);
+std::vector<ToolCallOutcome> run_tool_calls(const std::vector<Tool>& tools,
+                                            const std::vector<ToolCall>& calls,
+                                            const std::any& state, Context* context,
+                                            const ToolNodeOptions& options);
 
 /// As run_tool_calls, on the caller's executor: asynchronous tools are awaited there, all at
 /// once, without a thread each; plain tools run as run_tool_calls runs them (inline when there
 /// are only plain tools, else each on a thread of its own). The arguments outlive the call.
-boost::asio::awaitable<std::vector<ToolOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
-                                                                 const std::vector<ToolCall>& calls,
-                                                                 const std::any& state,
-                                                                 Context* context,
-                                                                 const ToolNodeOptions& options);
+boost::asio::awaitable<std::vector<ToolCallOutcome>> arun_tool_calls(
+    const std::vector<Tool>& tools, const std::vector<ToolCall>& calls, const std::any& state,
+    Context* context, const ToolNodeOptions& options);
+
+/// One call as ToolNode runs it (its span, its errors handled per `options`), on the caller's
+/// executor: an asynchronous tool is awaited there; a plain one runs on a thread of its own when
+/// `own_thread`, else inline. The arguments outlive the call.
+boost::asio::awaitable<ToolCallOutcome> arun_tool_call(const std::vector<Tool>& tools,
+                                                       const ToolCall& call, const std::any& state,
+                                                       Context* context,
+                                                       const ToolNodeOptions& options,
+                                                       bool own_thread);
+
+/// Runs `run(0)` .. `run(count - 1)` at once on the caller's executor; their outcomes in order.
+/// Throws the first error in that order, once all have ended.
+boost::asio::awaitable<std::vector<ToolCallOutcome>> gather_tool_calls(
+    std::size_t count,
+    const std::function<boost::asio::awaitable<ToolCallOutcome>(std::size_t)>& run);
 
 /// The tool calls of the last AI message of `messages`; throws sg::Error
 /// (errc::kInvalidArgument) when the last message is not an AI message (as LangGraph does).
@@ -76,7 +96,7 @@ class ToolNode {
   boost::asio::awaitable<std::vector<Command<S>>> operator()(const S& state, Context& ctx) const {
     const auto& calls = detail::last_tool_calls(state.*Messages);
     const std::any typed_state = &state;
-    std::vector<detail::ToolOutcome> outcomes =
+    std::vector<ToolCallOutcome> outcomes =
         co_await detail::arun_tool_calls(*tools_, calls, typed_state, &ctx, options_);
     std::vector<Message> messages;
     std::vector<Command<S>> commands(1);
