@@ -58,7 +58,7 @@ set(CPACK_COMPONENT_DEV_DESCRIPTION
 # What find_package(stategraph) looks for (cmake/stategraphConfig.cmake.in), per module built.
 set(sg_dev_depends "libboost-dev, nlohmann-json3-dev, libfmt-dev, librocksdb-dev, zlib1g-dev")
 if(SG_WITH_MODELS)
-  string(APPEND sg_dev_depends ", libcurl4-openssl-dev | libcurl-dev")
+  string(APPEND sg_dev_depends ", libcurl4-openssl-dev | libcurl-dev, libssl-dev")
 endif()
 if(SG_WITH_POSTGRES)
   string(APPEND sg_dev_depends ", libpq-dev")

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 #include <stategraph/core/async.hpp>
 #include <stategraph/core/state_graph.hpp>
+#include <stategraph/models/agent.hpp>
 #include <stategraph/models/react_agent.hpp>
 
+#include <iterator>
 #include <utility>  // before Boost.Asio's awaitable headers (Boost 1.74 omits it)
 
 namespace sg {
@@ -29,9 +31,10 @@ CompiledGraph<AgentState> create_react_agent(std::shared_ptr<const ChatModel> mo
               prompt](const AgentState& state) -> boost::asio::awaitable<Update<AgentState>> {
                std::vector<Message> input;
                if (!prompt->empty()) input.push_back(sg::system(*prompt));
-               const auto& conversation =
-                   state.llm_input_messages.empty() ? state.messages : state.llm_input_messages;
-               input.insert(input.end(), conversation.begin(), conversation.end());
+               std::vector<Message> conversation = repair_tool_calls(
+                   state.llm_input_messages.empty() ? state.messages : state.llm_input_messages);
+               input.insert(input.end(), std::make_move_iterator(conversation.begin()),
+                            std::make_move_iterator(conversation.end()));
                ChatOptions opts = *call_options;
                Message reply = co_await model->ainvoke(std::move(input), std::move(opts));
                if (needs_more_steps(reply, state.remaining_steps))
