@@ -6,6 +6,7 @@
 #include <stategraph/core/error.hpp>
 #include <stategraph/core/state_graph.hpp>
 #include <stategraph/models/local_model.hpp>
+#include <stategraph/models/middleware.hpp>
 #include <stategraph/models/tool.hpp>
 
 #include <boost/asio/post.hpp>
@@ -136,6 +137,24 @@ std::vector<BuiltinGraph> make_registry() {
          std::vector<Tool> tools = react_tools();
          tools.insert(tools.end(), options.tools.begin(), options.tools.end());
          return create_react_agent(model_or_local(options), std::move(tools), std::move(agent));
+       }});
+  graphs.push_back(
+      {"approval_agent",
+       "An agent (create_agent) whose get_weather calls wait for a reviewer's approval "
+       "(HumanInterrupt: accept, edit, respond or ignore); multiply and the MCP tools of --mcp "
+       "run without one",
+       [](const BuiltinGraphOptions& options) -> AnyCompiledGraph {
+         HumanInTheLoopOptions approvals;
+         approvals.interrupt_on["get_weather"] = {.config = {.allow_ignore = true}};
+         AgentOptions agent;
+         agent.system_prompt = "You are a helpful assistant. Use the tools when they help.";
+         agent.middleware = {human_in_the_loop_middleware(std::move(approvals))};
+         agent.checkpointer = options.checkpointer;
+         agent.store = options.store;
+         agent.name = "approval_agent";
+         std::vector<Tool> tools = react_tools();
+         tools.insert(tools.end(), options.tools.begin(), options.tools.end());
+         return create_agent(model_or_local(options), std::move(tools), std::move(agent));
        }});
   graphs.push_back(
       {"summarize_and_trim",

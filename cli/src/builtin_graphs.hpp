@@ -6,6 +6,7 @@
 // and store it is given.
 
 #include <stategraph/core/compiled_graph.hpp>
+#include <stategraph/models/agent.hpp>
 #include <stategraph/models/chat_model.hpp>
 #include <stategraph/models/react_agent.hpp>
 #include <stategraph/nodes/summarize_trim.hpp>
@@ -31,8 +32,9 @@ struct BuiltinGraphOptions {
 };
 
 /// A compiled built-in graph; its state type tells which one.
-using AnyCompiledGraph = std::variant<CompiledGraph<SummaryTrimState>, CompiledGraph<AgentState>,
-                                      CompiledGraph<MessagesState>>;
+using AnyCompiledGraph =
+    std::variant<CompiledGraph<SummaryTrimState>, CompiledGraph<AgentState>,
+                 CompiledGraph<MessagesState>, CompiledGraph<CreateAgentState>>;
 
 /// One entry of the registry.
 struct BuiltinGraph {

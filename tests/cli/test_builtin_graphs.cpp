@@ -31,14 +31,15 @@ sg::CompiledGraph<sg::MessagesState> registry_echo_graph(
 
 TEST_CASE("built-in graphs: the registry is sorted and finds each by name") {
   const auto& graphs = sg::cli::builtin_graphs();
-  REQUIRE(graphs.size() == 4);
+  REQUIRE(graphs.size() == 5);
   CHECK(graphs[0].name == "agent");
-  CHECK(graphs[1].name == "interrupt_agent");
-  CHECK(graphs[2].name == "react_agent");
-  CHECK(graphs[3].name == "summarize_and_trim");
+  CHECK(graphs[1].name == "approval_agent");
+  CHECK(graphs[2].name == "interrupt_agent");
+  CHECK(graphs[3].name == "react_agent");
+  CHECK(graphs[4].name == "summarize_and_trim");
   CHECK(sg::cli::find_builtin_graph("nope") == nullptr);
   CHECK(sg::cli::builtin_graph_names() ==
-        "agent, interrupt_agent, react_agent, summarize_and_trim");
+        "agent, approval_agent, interrupt_agent, react_agent, summarize_and_trim");
   for (const auto& g : graphs) {
     CHECK(!g.description.empty());
     CHECK(!sg::cli::graph_nodes(g.build({})).empty());

@@ -213,23 +213,26 @@ TEST_CASE("stategraph graph: --list and --json list the built-in graphs") {
     names.push_back(line.substr(0, line.find(' ')));
     CHECK(line.size() > names.back().size() + 10);  // a description follows
   }
-  CHECK(names ==
-        std::vector<std::string>{"agent", "interrupt_agent", "react_agent", "summarize_and_trim"});
+  CHECK(names == std::vector<std::string>{"agent", "approval_agent", "interrupt_agent",
+                                          "react_agent", "summarize_and_trim"});
   CHECK(graph_cli({}).out == list.out);  // no NAME: the list
 
   const auto json = graph_cli({"--list", "--json"});
   REQUIRE(json.exit_code == 0);
   const auto parsed = nlohmann::json::parse(json.out);
   REQUIRE(parsed.is_array());
-  REQUIRE(parsed.size() == 4);
+  REQUIRE(parsed.size() == 5);
   CHECK(parsed[0]["name"] == "agent");
   CHECK(parsed[0]["nodes"] == nlohmann::json{"echo"});
-  CHECK(parsed[1]["name"] == "interrupt_agent");
-  CHECK(parsed[1]["nodes"] == nlohmann::json{"ask"});
-  CHECK(parsed[2]["name"] == "react_agent");
-  CHECK(parsed[2]["nodes"] == nlohmann::json{"agent", "tools"});
-  CHECK(parsed[3]["name"] == "summarize_and_trim");
-  CHECK(parsed[3]["nodes"] == nlohmann::json{"chat", "summarize_conversation"});
+  CHECK(parsed[1]["name"] == "approval_agent");
+  CHECK(parsed[1]["nodes"] ==
+        nlohmann::json{"HumanInTheLoopMiddleware.after_model", "model", "tools"});
+  CHECK(parsed[2]["name"] == "interrupt_agent");
+  CHECK(parsed[2]["nodes"] == nlohmann::json{"ask"});
+  CHECK(parsed[3]["name"] == "react_agent");
+  CHECK(parsed[3]["nodes"] == nlohmann::json{"agent", "tools"});
+  CHECK(parsed[4]["name"] == "summarize_and_trim");
+  CHECK(parsed[4]["nodes"] == nlohmann::json{"chat", "summarize_conversation"});
   for (const auto& g : parsed) CHECK(!g["description"].get<std::string>().empty());
 }
 
@@ -237,8 +240,8 @@ TEST_CASE("stategraph graph: usage errors are one line and exit code 2") {
   const auto unknown = graph_cli({"nope"});
   CHECK(unknown.exit_code == 2);
   CHECK(one_line_error(unknown.err));
-  CHECK(unknown.err.find("unknown graph 'nope' (built-in graphs: agent, interrupt_agent, "
-                         "react_agent, summarize_and_trim)") != std::string::npos);
+  CHECK(unknown.err.find("unknown graph 'nope' (built-in graphs: agent, approval_agent, "
+                         "interrupt_agent, react_agent, summarize_and_trim)") != std::string::npos);
   CHECK(unknown.out.empty());
 
   const auto format = graph_cli({"agent", "--format", "jpeg"});

@@ -2,12 +2,12 @@
 # SPDX-License-Identifier: MIT
 # Starts `stategraph serve` on a free port (in memory, on RocksDB in a temp dir with --rocksdb,
 # or on a throwaway PostgreSQL 15 cluster with --postgres) and runs the official JS SDK's
-# conformance suite against it (run.sh).
-#   usage: tests/sdk/run-against-serve.sh PATH/TO/stategraph [--rocksdb|--postgres]
+# conformance suite (or SUITE.test.mjs of this directory) against it (run.sh).
+#   usage: tests/sdk/run-against-serve.sh PATH/TO/stategraph [--rocksdb|--postgres] [SUITE.test.mjs]
 # Needs node and npm (the suite installs @langchain/langgraph-sdk from npm with `npm ci`).
 set -euo pipefail
 if [[ $# -lt 1 ]]; then
-  echo "usage: $0 PATH/TO/stategraph [--rocksdb|--postgres]" >&2
+  echo "usage: $0 PATH/TO/stategraph [--rocksdb|--postgres] [SUITE.test.mjs]" >&2
   exit 2
 fi
 cli="$1"
@@ -26,6 +26,10 @@ cleanup() {
 }
 trap cleanup EXIT
 storage=(--in-memory)
+suite=conformance.test.mjs
+for arg in "${@:2}"; do
+  [[ "$arg" == *.test.mjs ]] && suite="$arg"
+done
 case "${2:-}" in
   --rocksdb) storage=(--db "$work/db") ;;
   --postgres)
@@ -38,7 +42,7 @@ esac
 server=$!
 url="$(serve_url "$work/out" "$server")"
 status=0
-"$here/run.sh" "$url" >"$work/log" 2>&1 || status=$?
+"$here/run.sh" "$url" "$suite" >"$work/log" 2>&1 || status=$?
 # The TAP summary, and every failure in full.
 grep -E '^# (tests|pass|fail|skipped)' "$work/log" || true
 if [[ $status -ne 0 ]]; then
