@@ -446,13 +446,16 @@ CompiledGraph<CreateAgentState> create_agent(std::shared_ptr<const ChatModel> mo
                                                                         nullptr,
                                                                         nullptr});
   g.add_node(std::string(kModelNode),
-             [model_handler, request_base](const AState& state,
-                                           Context& ctx) -> net::awaitable<Update<AState>> {
+             [model_handler, request_base, agent_name = options.name](
+                 const AState& state, Context& ctx) -> net::awaitable<Update<AState>> {
                ModelRequest request = *request_base;
                request.messages = repair_tool_calls(state.messages);
                request.state = &state;
                request.context = &ctx;
                ModelResponse response = co_await (*model_handler)(std::move(request));
+               if (!agent_name.empty())
+                 for (auto& m : response.messages)
+                   if (m.type == MessageType::ai && m.name.empty()) m.name = agent_name;
                Update<AState> update;
                update.set<&AState::messages>(std::move(response.messages));
                if (!response.structured_response.is_null())
@@ -519,6 +522,11 @@ CompiledGraph<CreateAgentState> create_agent(std::shared_ptr<const ChatModel> mo
                    commands.front().update.set<&AState::messages>(std::move(messages));
                  if (commands.size() > 1 && commands.front().update.empty())
                    commands.erase(commands.begin());
+                 // A Command to the parent graph (a handoff) leaves with the task's output: first.
+                 const auto parent =
+                     std::find_if(commands.begin(), commands.end(),
+                                  [](const Command<AState>& c) { return c.graph == PARENT; });
+                 if (parent != commands.end()) std::rotate(commands.begin(), parent, parent + 1);
                  co_return commands;
                });
     if (layout.structured_tool.empty()) {
@@ -537,7 +545,7 @@ CompiledGraph<CreateAgentState> create_agent(std::shared_ptr<const ChatModel> mo
   compile.store = std::move(options.store);
   compile.interrupt_before = std::move(options.interrupt_before);
   compile.interrupt_after = std::move(options.interrupt_after);
-  compile.name = std::move(options.name);
+  compile.name = options.name.empty() ? std::string("agent") : std::move(options.name);
   return g.compile(std::move(compile));
 }
 

@@ -66,4 +66,38 @@ class FakeToolCallingModel final : public ChatModel {
   mutable std::vector<ChatOptions> options_;
 };
 
+/// A model that answers with `replies` in order (langgraph-supervisor's FakeChatModel: the
+/// tests' scripts), recording what each call got. Throws sg::Error when the script is spent.
+class ScriptedChatModel final : public ChatModel {
+ public:
+  explicit ScriptedChatModel(std::vector<Message> replies) : replies_(std::move(replies)) {}
+
+  [[nodiscard]] std::string model_name() const override { return "scripted"; }
+  [[nodiscard]] std::string provider() const override { return "fake"; }
+
+  [[nodiscard]] std::vector<std::vector<Message>> inputs() const {
+    std::lock_guard lock(mu_);
+    return inputs_;
+  }
+
+ protected:
+  [[nodiscard]] boost::asio::awaitable<Message> agenerate(Request request) const override {
+    co_return reply(request);
+  }
+  [[nodiscard]] Message generate(const Request& request) const override { return reply(request); }
+
+ private:
+  [[nodiscard]] Message reply(const Request& request) const {
+    std::lock_guard lock(mu_);
+    inputs_.push_back(*request.messages);
+    if (next_ >= replies_.size()) throw Error(errc::kInvalidArgument, "the script is spent");
+    return replies_[next_++];
+  }
+
+  std::vector<Message> replies_;
+  mutable std::mutex mu_;
+  mutable std::size_t next_ = 0;
+  mutable std::vector<std::vector<Message>> inputs_;
+};
+
 }  // namespace sg::test

@@ -230,7 +230,9 @@ struct AgentOptions {
   std::shared_ptr<Store> store{};
   std::vector<std::string> interrupt_before{};
   std::vector<std::string> interrupt_after{};
-  std::string name = "agent";
+  /// Names the graph ("agent" when empty) and, when set, the AI messages the model node adds (as
+  /// LangChain's create_agent): multi-agent graphs tell their agents apart by it.
+  std::string name{};
 };
 
 /// Builds and compiles the agent. Throws sg::Error (errc::kInvalidArgument) for a null model,
