@@ -220,8 +220,11 @@ ModelResponse take_structured_call(Message reply, const StructuredOutput& format
               : format.tool_message_content,
           call, false));
     } catch (const std::exception& e) {
-      const std::string error = fmt::format("Failed to parse structured output for tool '{}': {}.",
-                                            format.name, e.what());
+      std::string what = e.what();
+      const std::string prefix = fmt::format("tool '{}': ", format.name);  // make_tool's parsing
+      if (what.starts_with(prefix)) what.erase(0, prefix.size());
+      const std::string error =
+          fmt::format("Failed to parse structured output for tool '{}': {}.", format.name, what);
       if (!retry) throw Error(errc::kStructuredOutput, error);
       answers.push_back(structured_answer(retry_text(error), call, true));
     }
