@@ -308,7 +308,10 @@ Handler compose(Handler inner, const Wrappers& wrappers) {
 struct ToolsShared {
   std::vector<Tool> tools;
   ToolNodeOptions options;
-  ToolHandler handler;  // the wrap_tool_call chain around run_call
+  // The wrap_tool_call chain around the call: a lone call of a plain tool runs inline, calls
+  // that run side by side each on a thread of its own (asynchronous ones on the executor).
+  ToolHandler lone;
+  ToolHandler side_by_side;
 };
 
 }  // namespace
@@ -482,13 +485,16 @@ CompiledGraph<CreateAgentState> create_agent(std::shared_ptr<const ChatModel> mo
     for (const auto& m : middleware)
       if (m.wrap_tool_call) tool_wrappers.push_back(m.wrap_tool_call);
     const ToolsShared* raw = shared.get();
-    shared->handler =
-        compose(ToolHandler([raw](ToolCallRequest request) -> net::awaitable<ToolCallOutcome> {
-                  const std::any state = request.state;
-                  co_return co_await detail::arun_tool_call(raw->tools, request.call, state,
-                                                            request.context, raw->options, true);
-                }),
-                tool_wrappers);
+    const auto base = [raw](bool own_thread) {
+      return ToolHandler(
+          [raw, own_thread](ToolCallRequest request) -> net::awaitable<ToolCallOutcome> {
+            const std::any state = request.state;
+            co_return co_await detail::arun_tool_call(raw->tools, request.call, state,
+                                                      request.context, raw->options, own_thread);
+          });
+    };
+    shared->lone = compose(base(false), tool_wrappers);
+    shared->side_by_side = compose(base(true), tool_wrappers);
     g.add_node(std::string(kToolsNode),
                [shared](const AState& state,
                         Context& ctx) -> net::awaitable<std::vector<Command<AState>>> {
@@ -501,7 +507,8 @@ CompiledGraph<CreateAgentState> create_agent(std::shared_ptr<const ChatModel> mo
                      if (t.name() == calls[i].name) request.tool = &t;
                    request.state = &state;
                    request.context = &ctx;
-                   return shared->handler(std::move(request));
+                   return calls.size() == 1 ? shared->lone(std::move(request))
+                                            : shared->side_by_side(std::move(request));
                  };
                  if (calls.size() == 1) {
                    outcomes.push_back(co_await run(0));
