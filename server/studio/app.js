@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // stategraph studio: pick an assistant, see its graph, list threads, chat on one, watch a run.
 import { ApiError, call, onKeyNeeded, setApiKey, stream, text } from "./api.js";
+import { isHumanInterrupts, renderApprovals } from "./approvals.js";
 import { appendChunk, appendHuman, renderMessages } from "./chat.js";
 import { el } from "./dom.js";
 import { initHistory, loadHistory } from "./history.js";
@@ -27,6 +28,7 @@ const ui = {
   interrupt: $("interrupt"),
   interruptValue: $("interrupt-value"),
   resumeValue: $("resume-value"),
+  approvals: $("approvals"),
 };
 
 const state = {
@@ -242,8 +244,15 @@ function showThread(thread, snapshot) {
   ui.cancel.hidden = !busy;
   renderMessages(ui.chat, snapshot?.values?.messages ?? []);
   const interrupts = (snapshot?.tasks ?? []).flatMap((t) => t.interrupts ?? []);
-  ui.interrupt.hidden = interrupts.length === 0 || busy || !$("history").hidden;
+  const hidden = interrupts.length === 0 || busy || !$("history").hidden;
+  // One interrupt asking for approvals (a list of HumanInterrupt requests): a card per request;
+  // any other value: the value as JSON and the free-form resume field.
+  const requests = interrupts.length === 1 && isHumanInterrupts(interrupts[0].value) ? interrupts[0].value : null;
+  ui.interrupt.hidden = hidden || Boolean(requests);
+  ui.approvals.hidden = hidden || !requests;
   ui.interruptValue.textContent = interrupts.map((i) => JSON.stringify(i.value, null, 2)).join("\n");
+  if (requests) renderApprovals(ui.approvals, requests, { submit: resume, fail: showError });
+  else ui.approvals.replaceChildren();
 }
 
 async function openThread(threadId) {
@@ -317,6 +326,7 @@ function showThreadBusy() {
   ui.send.disabled = true;
   ui.cancel.hidden = false;
   ui.interrupt.hidden = true;
+  ui.approvals.hidden = true;
 }
 
 $("composer").addEventListener("submit", (event) => {
@@ -356,8 +366,13 @@ ui.interrupt.addEventListener("submit", (event) => {
     // plain text
   }
   ui.resumeValue.value = "";
-  guarded(() => runOnThread({ command: { resume: value } }));
+  resume(value);
 });
+
+/** Resumes the open thread's interrupt with `value` (the free-form field's, or the approvals'). */
+function resume(value) {
+  guarded(() => runOnThread({ command: { resume: value } }));
+}
 
 // --- views and tabs ----------------------------------------------------------------------------
 
@@ -370,6 +385,7 @@ function selectTab(tab, reload = true) {
   $("composer").hidden = history;
   if (history) {
     ui.interrupt.hidden = true;
+    ui.approvals.hidden = true;
     guarded(loadHistory);
   } else if (state.thread && reload) {
     guarded(() => openThread(state.thread));

@@ -2,6 +2,7 @@
 // Handoffs, create_supervisor and create_swarm, with the scripts and expected states of
 // langgraph-supervisor's and langgraph-swarm's tests.
 #include <stategraph/checkpoint/memory_saver.hpp>
+#include <stategraph/models/middleware.hpp>
 #include <stategraph/models/multi_agent.hpp>
 
 #include <doctest/doctest.h>
@@ -291,4 +292,39 @@ TEST_CASE("swarm: the errors of bad agents and defaults") {
   CHECK_THROWS_WITH((void)sg::create_swarm({}, "a"), "agents list cannot be empty");
   CHECK_THROWS_WITH((void)sg::create_swarm({a}, "b"),
                     "Default active agent 'b' not found in agent names [\"a\"]");
+}
+
+TEST_CASE("supervisor: an approval inside an agent interrupts the team and resumes into it") {
+  auto supervisor_model = std::make_shared<ScriptedChatModel>(std::vector<sg::Message>{
+      calls({ma_call("transfer_to_weather_expert", nlohmann::json::object(), "s1")}),
+      says("Sunny in Paris.")});
+  auto weather_model = std::make_shared<ScriptedChatModel>(std::vector<sg::Message>{
+      calls({ma_call("get_weather", {{"query", "Paris"}}, "w1")}), says("It is sunny.")});
+  int runs = 0;
+  auto get_weather =
+      sg::make_tool<QueryArgs>("get_weather", "The weather.", [&runs](const QueryArgs& q) {
+        ++runs;
+        return "Sunny in " + q.query;
+      });
+  sg::HumanInTheLoopOptions approvals;
+  approvals.interrupt_on["get_weather"] = {};
+  auto weather = sg::create_agent(
+      weather_model, {get_weather},
+      {.middleware = {sg::human_in_the_loop_middleware(approvals)}, .name = "weather_expert"});
+  const auto team = sg::create_supervisor({weather}, supervisor_model,
+                                          {.checkpointer = std::make_shared<sg::InMemorySaver>()});
+  sg::RunConfig thread;
+  thread.thread_id = "team";
+  auto paused = team.invoke(user({sg::human("weather in Paris?")}), thread);
+  REQUIRE(paused.interrupted());
+  REQUIRE(paused.interrupts.size() == 1);
+  CHECK(paused.interrupts[0].value[0]["action_request"]["action"] == "get_weather");
+  CHECK(runs == 0);
+  sg::Command<CreateAgentState> accept;
+  accept.resume = nlohmann::json::array({sg::accept_response()});
+  auto done = team.invoke(accept, thread);
+  CHECK_FALSE(done.interrupted());
+  CHECK(runs == 1);
+  CHECK(done.state.messages.back().text() == "Sunny in Paris.");
+  CHECK(done.state.messages.back().name == "supervisor");
 }

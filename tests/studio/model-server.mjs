@@ -2,7 +2,8 @@
 // A loopback OpenAI-compatible model for the studio test (POST /v1/chat/completions, streamed):
 // it streams its reply a word every 60 ms so that the page's token-by-token rendering can be
 // seen. Rules: a user message naming `multiply` with two numbers calls the multiply tool (when
-// offered); after a tool result it says "The multiply tool says: RESULT"; a message with
+// offered); "get_weather CITY" calls get_weather (when offered); after a tool result it says
+// "The TOOL tool says: RESULT"; a message with
 // "slowly" gets 100 words, one every 300 ms (a run to cancel); otherwise it answers
 // "You said: TEXT". Prints its base URL on stdout; stops with the process.
 import { createServer } from "node:http";
@@ -14,10 +15,17 @@ function reply(request) {
   const messages = request.messages ?? [];
   const last = messages[messages.length - 1] ?? {};
   const content = typeof last.content === "string" ? last.content : JSON.stringify(last.content);
-  if (last.role === "tool") return { text: `The multiply tool says: ${content}` };
+  if (last.role === "tool") {
+    const call = messages.flatMap((m) => m.tool_calls ?? []).find((c) => c.id === last.tool_call_id);
+    return { text: `The ${call?.function?.name ?? "multiply"} tool says: ${content}` };
+  }
+  const offers = (name) => (request.tools ?? []).some((t) => t.function?.name === name);
+  const city = content.match(/get_weather\s+(\S+)/);
+  if (city && offers("get_weather")) {
+    return { call: { name: "get_weather", arguments: JSON.stringify({ city: city[1] }) } };
+  }
   const numbers = content.match(/-?\d+(\.\d+)?/g) ?? [];
-  const offered = (request.tools ?? []).some((t) => t.function?.name === "multiply");
-  if (offered && /multiply/i.test(content) && numbers.length >= 2) {
+  if (offers("multiply") && /multiply/i.test(content) && numbers.length >= 2) {
     return { call: { name: "multiply", arguments: JSON.stringify({ a: Number(numbers[0]), b: Number(numbers[1]) }) } };
   }
   if (/slowly/i.test(content)) return { text: "and so on ".repeat(50), wordMs: 300 };

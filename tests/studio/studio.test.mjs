@@ -310,12 +310,130 @@ test("an interrupt shows its value and resumes with what the form sends", async 
   await send("hello");
   await page.locator("#interrupt:not([hidden])").waitFor();
   assert.match(await page.locator("#interrupt-value").textContent(), /what next\?/);
+  assert.equal(await page.locator("#approvals").isVisible(), false); // not a HumanInterrupt list
   await page.locator(".thread-item[aria-current] .badge", { hasText: "interrupted" }).waitFor();
   await shot("studio-interrupt");
   await page.fill("#resume-value", "go on");
   await page.click("#resume");
   await page.locator(".msg-ai .text", { hasText: "resumed: go on" }).waitFor();
   await page.locator("#interrupt").waitFor({ state: "hidden" });
+  assert.deepEqual(problems, []);
+});
+
+/** A new thread of the open assistant, stopped for the approval of get_weather(Paris). */
+async function pausedForApproval() {
+  await page.click("#new-thread");
+  await page.waitForFunction(() => !document.querySelector("#message").disabled);
+  await send("get_weather Paris");
+  const card = page.locator("#approvals .approval");
+  await card.waitFor();
+  await page.locator(".thread-item[aria-current] .badge", { hasText: "interrupted" }).waitFor();
+  return card;
+}
+
+/** Waits for the run to end with `text` in a tool message (folded: its text is not shown). */
+async function toolMessage(text) {
+  await page.locator(".msg-tool", { hasText: text }).waitFor();
+  await page.waitForFunction(() => !document.querySelector("#message").disabled);
+  await page.locator("#approvals").waitFor({ state: "hidden" });
+  return page.locator(".msg-tool pre").last().textContent();
+}
+
+test("HumanInterrupt requests show as approval cards: edit, respond, ignore", async () => {
+  await page.selectOption("#assistant", await assistantId("approval_agent"));
+  await page.waitForFunction(() =>
+    [...document.querySelectorAll("#picture svg g.node title")].some((t) => t.textContent === "tools"),
+  );
+  // Edit: the card shows the description, the action, its arguments as JSON and what the config
+  // allows; the free-form field is not shown.
+  let card = await pausedForApproval();
+  assert.equal(await page.locator("#approvals .approval").count(), 1);
+  assert.equal(await page.locator("#interrupt").isVisible(), false);
+  assert.equal(await card.locator(".approval-action").textContent(), "get_weather");
+  assert.match(await card.locator(".approval-description").textContent(), /^Tool execution requires approval\n\nTool: get_weather/);
+  const args = card.getByLabel("Arguments (JSON, editable)");
+  assert.deepEqual(JSON.parse(await args.inputValue()), { city: "Paris" });
+  assert.deepEqual(await card.locator(".approval-actions button").allTextContents(), ["Accept", "Edit", "Respond", "Ignore"]);
+  assert.equal(await card.getByRole("button", { name: "Respond" }).isDisabled(), true); // no text yet
+  await shot("studio-approval");
+  // Arguments that are not a JSON object are refused on the page.
+  await args.fill("[1, 2]");
+  await card.getByRole("button", { name: "Edit" }).click();
+  await page.locator("#error", { hasText: "must be a JSON object" }).waitFor();
+  await args.fill('{"city": "Lyon"}');
+  await card.getByRole("button", { name: "Edit" }).click();
+  assert.equal(await toolMessage("Sunny, 21 C in Lyon"), "Sunny, 21 C in Lyon");
+  assert.equal(await page.locator("#error").isVisible(), false);
+  await page.locator(".msg-ai .text", { hasText: "The get_weather tool says: Sunny, 21 C in Lyon" }).waitFor();
+  assert.equal(await page.locator(".msg-ai details pre").first().textContent(), JSON.stringify({ city: "Lyon" }, null, 2));
+  await page.locator(".thread-item[aria-current] .badge", { hasText: "idle" }).waitFor();
+  // Respond: the text is the tool's answer; the call does not run.
+  card = await pausedForApproval();
+  await card.getByLabel("Response (sent instead of running the call)").fill("Not now, thanks");
+  await card.getByRole("button", { name: "Respond" }).click();
+  assert.equal(await toolMessage("Not now, thanks"), "Not now, thanks");
+  assert.equal(await page.locator(".msg-tool", { hasText: "Sunny" }).count(), 0);
+  // Ignore: the call is answered as ignored and the run ends.
+  card = await pausedForApproval();
+  await card.getByRole("button", { name: "Ignore" }).click();
+  assert.match(await toolMessage("User ignored the tool call"), /^User ignored the tool call for `get_weather`/);
+  assert.deepEqual(await page.locator("#chat .who").allTextContents(), ["You", "Assistant", "Tool"]);
+  assert.deepEqual(problems, []);
+});
+
+test("several requests: each answered (and changed) on its card, then one resume with the list", async () => {
+  // The open thread's state as if it waited for two reviews (the state read is stubbed), and the
+  // run that resumes it captured instead of sent.
+  const threadId = await page.locator("#thread-title").textContent();
+  const requests = [
+    {
+      action_request: { action: "get_weather", args: { city: "Oslo" } },
+      config: { allow_ignore: true, allow_respond: false, allow_edit: true, allow_accept: true },
+      description: "Check the city",
+    },
+    {
+      action_request: { action: "multiply", args: { a: 2, b: 3 } },
+      config: { allow_ignore: true, allow_respond: false, allow_edit: false, allow_accept: true },
+    },
+  ];
+  const statePath = /\/threads\/[^/]+\/state$/;
+  await page.route(statePath, async (route) => {
+    if (route.request().method() !== "GET") return route.continue();
+    const snapshot = await (await route.fetch()).json();
+    snapshot.tasks = [{ id: "t", name: "review", interrupts: [{ id: "i", value: requests }] }];
+    await route.fulfill({ json: snapshot });
+  });
+  let sent = null;
+  await page.route(/\/runs\/stream$/, async (route) => {
+    sent = route.request().postDataJSON();
+    await page.unroute(statePath);
+    await route.fulfill({ status: 200, contentType: "text/event-stream", body: "" });
+  });
+  await page.click(`.thread-item[data-thread-id="${threadId}"]`);
+  await page.waitForFunction(() => document.querySelectorAll("#approvals .approval").length === 2);
+  const [oslo, product] = [page.locator("#approvals .approval").nth(0), page.locator("#approvals .approval").nth(1)];
+  assert.equal(await page.locator("#approvals h3").textContent(), "Approval needed: 2 requests, answer each");
+  assert.equal(await product.locator(".approval-kind").textContent(), "Tool call 2 of 2");
+  assert.deepEqual(await product.locator(".approval-actions button").allTextContents(), ["Accept", "Ignore"]);
+  assert.equal(await product.locator("textarea").count(), 0); // no edit, no response: shown only
+  assert.deepEqual(JSON.parse(await product.locator("pre.approval-args").textContent()), { a: 2, b: 3 });
+  await product.getByRole("button", { name: "Ignore" }).click();
+  assert.equal(await product.locator(".approval-answer span").textContent(), "Ignored");
+  await product.getByRole("button", { name: "Change" }).click();
+  await product.getByRole("button", { name: "Accept" }).click();
+  assert.equal(await product.locator(".approval-answer span").textContent(), "Accepted");
+  assert.equal(sent, null); // one request still waits for its answer
+  await oslo.getByLabel("Arguments (JSON, editable)").fill('{"city": "Bergen"}');
+  await oslo.getByRole("button", { name: "Edit" }).click();
+  await page.waitForFunction(() => !document.querySelector("#message").disabled);
+  assert.deepEqual(sent.command, {
+    resume: [
+      { type: "edit", args: { action: "get_weather", args: { city: "Bergen" } } },
+      { type: "accept", args: null },
+    ],
+  });
+  await page.unroute(/\/runs\/stream$/);
+  await page.locator("#approvals").waitFor({ state: "hidden" });
   assert.deepEqual(problems, []);
 });
 
