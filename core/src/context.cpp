@@ -17,6 +17,7 @@ namespace sg {
 namespace {
 
 thread_local Context* current = nullptr;
+thread_local detail::InterruptScope* current_scope = nullptr;
 
 /// A stable id for the k-th interrupt of a task.
 std::string interrupt_id(std::string_view task_id, std::size_t index) {
@@ -153,6 +154,25 @@ bool CancellationToken::wait_for(std::chrono::duration<double> duration) const {
 }
 
 nlohmann::json Context::interrupt(nlohmann::json value) const {
+  detail::InterruptScope* scope = current_scope;
+  if (scope != nullptr && scope->task == task_) {
+    // One of several parts of the task running at once: numbered within its scope, resumed by id
+    // (the parts may ask in any order).
+    const std::size_t index = scope->seen.fetch_add(1, std::memory_order_relaxed);
+    std::string id = interrupt_id(std::string(task_id()) + "|" + scope->key, index);
+    {
+      std::lock_guard lock(task_->mu.mu);
+      if (auto it = task_->scoped_resume.find(id); it != task_->scoped_resume.end())
+        return it->second;
+    }
+    if (auto answer = run_->take_resume(id)) {
+      std::lock_guard lock(task_->mu.mu);
+      task_->scoped_resume.insert_or_assign(id, *answer);
+      return std::move(*answer);
+    }
+    throw detail::GraphInterrupt{
+        {Interrupt{std::move(id), std::move(value), std::string(task_->node)}}};
+  }
   const std::size_t index = task_->interrupts_seen++;
   if (index < task_->resume.size()) return task_->resume[index];
   std::string id = interrupt_id(task_id(), index);
@@ -167,6 +187,7 @@ nlohmann::json Context::interrupt(nlohmann::json value) const {
 void Context::push_message(Message message, std::string_view field) const {
   if (message.id.empty())
     throw Error(errc::kInvalidMessage, "Message ID is required (push_message)");
+  std::lock_guard lock(task_->mu.mu);
   task_->pushed.emplace_back(std::string(field), std::move(message));
 }
 
@@ -238,6 +259,19 @@ detail::CurrentContextGuard::CurrentContextGuard(Context* ctx) noexcept : previo
 
 detail::CurrentContextGuard::~CurrentContextGuard() {
   current = previous_;
+}
+
+detail::InterruptScope* detail::current_interrupt_scope() noexcept {
+  return current_scope;
+}
+
+detail::InterruptScopeGuard::InterruptScopeGuard(InterruptScope* scope) noexcept
+    : previous_(current_scope) {
+  current_scope = scope;
+}
+
+detail::InterruptScopeGuard::~InterruptScopeGuard() {
+  current_scope = previous_;
 }
 
 bool default_retry_on(const std::exception& error) noexcept {

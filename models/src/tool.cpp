@@ -2,12 +2,16 @@
 #include <stategraph/models/tool.hpp>
 #include <stategraph/models/tool_node.hpp>
 
+#include <boost/asio/any_io_executor.hpp>
 #include <boost/asio/associated_executor.hpp>
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/co_spawn.hpp>
+#include <boost/asio/execution.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/post.hpp>
+#include <boost/asio/query.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/require.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
@@ -15,7 +19,9 @@
 
 #include <chrono>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -264,6 +270,80 @@ net::awaitable<ToolCallOutcome> on_own_thread(std::function<ToolCallOutcome()> f
       net::use_awaitable, std::move(fn));
 }
 
+/// The executor one of several calls runs on: the node's, with the call's interrupt scope made
+/// the thread's around every handler, so the call's interrupts are its own across co_await.
+class ScopeExecutor {
+ public:
+  ScopeExecutor(net::any_io_executor inner, std::shared_ptr<InterruptScope> scope) noexcept
+      : inner_(std::move(inner)), scope_(std::move(scope)) {}
+
+  [[nodiscard]] net::execution_context& query(net::execution::context_t) const noexcept {
+    return net::query(inner_, net::execution::context);
+  }
+  /// possibly (a handler may run inline) unless required to be never.
+  [[nodiscard]] net::execution::blocking_t query(net::execution::blocking_t) const noexcept {
+    if (never_) return net::execution::blocking.never;
+    return net::execution::blocking.possibly;
+  }
+  [[nodiscard]] ScopeExecutor require(net::execution::blocking_t::never_t) const {
+    ScopeExecutor out(net::require(inner_, net::execution::blocking.never), scope_);
+    out.never_ = true;
+    return out;
+  }
+
+  template <class F>
+  void execute(F f) const {
+    inner_.execute([scope = scope_, f = std::move(f)]() mutable {
+      InterruptScopeGuard guard(scope.get());
+      f();
+    });
+  }
+
+  friend bool operator==(const ScopeExecutor& a, const ScopeExecutor& b) noexcept {
+    return a.inner_ == b.inner_ && a.scope_ == b.scope_ && a.never_ == b.never_;
+  }
+  friend bool operator!=(const ScopeExecutor& a, const ScopeExecutor& b) noexcept {
+    return !(a == b);
+  }
+
+ private:
+  net::any_io_executor inner_;
+  std::shared_ptr<InterruptScope> scope_;
+  bool never_ = false;
+};
+
+/// The interrupt scope of call `index` of several that a task (null: none) runs at once.
+std::shared_ptr<InterruptScope> call_scope(const TaskInfo* task, std::size_t index) {
+  if (task == nullptr) return nullptr;
+  auto scope = std::make_shared<InterruptScope>();
+  scope->task = task;
+  scope->key = std::to_string(index);
+  return scope;
+}
+
+const TaskInfo* task_of(Context* context) noexcept {
+  return context != nullptr ? &ContextAccess::task(*context) : nullptr;
+}
+
+/// Throws what calls run at once threw (`errors`, in call order): the first error that is not
+/// an interrupt, else one GraphInterrupt carrying every call's interrupts in call order.
+void rethrow_gathered(const std::vector<std::exception_ptr>& errors) {
+  std::vector<Interrupt> interrupts;
+  bool interrupted = false;
+  for (const auto& error : errors) {
+    if (!error) continue;
+    try {
+      std::rethrow_exception(error);
+    } catch (GraphInterrupt& gi) {
+      interrupted = true;
+      for (auto& i : gi.interrupts) interrupts.push_back(std::move(i));
+    } catch (...) {
+      throw;
+    }
+  }
+  if (interrupted) throw GraphInterrupt{std::move(interrupts)};
+}
+
 /// The calls of one step running at once on one executor: each ends by storing its outcome or
 /// error; the last one wakes the waiting node. Touched only on that executor.
 struct Gathering {
@@ -293,23 +373,28 @@ std::vector<ToolCallOutcome> run_tool_calls(const std::vector<Tool>& tools,
     return out;
   }
   // Tool calls block (on I/O, usually): each gets its own thread, none waits for a pool the
-  // node itself may be occupying. Results are taken in call order.
+  // node itself may be occupying, and its own interrupt scope. Results are taken in call order.
+  std::vector<std::shared_ptr<InterruptScope>> scopes;
   std::vector<std::future<ToolCallOutcome>> running;
+  scopes.reserve(calls.size());
   running.reserve(calls.size());
-  for (const auto& call : calls) {
-    running.push_back(std::async(std::launch::async, [&tools, &call, &state, context, &options] {
+  for (std::size_t i = 0; i < calls.size(); ++i) {
+    scopes.push_back(call_scope(task_of(context), i));
+    running.push_back(std::async(std::launch::async, [&tools, &call = calls[i], &state, context,
+                                                      &options, scope = scopes.back().get()] {
+      InterruptScopeGuard in_scope(scope);
       return run_one(tools, call, state, context, options);
     }));
   }
-  std::exception_ptr first_error;
-  for (auto& f : running) {
+  std::vector<std::exception_ptr> errors(calls.size());
+  for (std::size_t i = 0; i < calls.size(); ++i) {
     try {
-      out.push_back(f.get());
+      out.push_back(running[i].get());
     } catch (...) {
-      if (!first_error) first_error = std::current_exception();
+      errors[i] = std::current_exception();
     }
   }
-  if (first_error) std::rethrow_exception(first_error);
+  rethrow_gathered(errors);
   return out;
 }
 
@@ -320,28 +405,48 @@ net::awaitable<ToolCallOutcome> arun_tool_call(const std::vector<Tool>& tools, c
   if (tool != nullptr && tool->is_async())
     co_return co_await arun_async(*tool, call, state, context, options);
   if (!own_thread) co_return run_one(tools, call, state, context, options);
-  co_return co_await on_own_thread([&tools, &call, &state, context, &options] {
+  // The call's interrupt scope (one of several calls) goes with it to its thread; it lives as
+  // long as this coroutine waits.
+  InterruptScope* scope = current_interrupt_scope();
+  co_return co_await on_own_thread([&tools, &call, &state, context, &options, scope] {
+    InterruptScopeGuard in_scope(scope);
     return run_one(tools, call, state, context, options);
   });
 }
 
-net::awaitable<std::vector<ToolCallOutcome>> gather_tool_calls(
-    std::size_t count, const std::function<net::awaitable<ToolCallOutcome>(std::size_t)>& run) {
+namespace {
+
+/// gather_tool_calls for the calls of `task` (null: outside a graph): each call in an interrupt
+/// scope of its own (its index) when there are several.
+net::awaitable<std::vector<ToolCallOutcome>> gather_in_scopes(
+    std::size_t count, const std::function<net::awaitable<ToolCallOutcome>(std::size_t)>& run,
+    const TaskInfo* task) {
   const net::any_io_executor executor = co_await net::this_coro::executor;
   Gathering gathering(executor, count);
   for (std::size_t i = 0; i < count; ++i) {
-    net::co_spawn(executor, run(i), [&gathering, i](std::exception_ptr e, ToolCallOutcome outcome) {
+    auto done = [&gathering, i](std::exception_ptr e, ToolCallOutcome outcome) {
       gathering.outcomes[i] = std::move(outcome);
       gathering.errors[i] = e;
       gathering.finished();
-    });
+    };
+    if (auto scope = count > 1 ? call_scope(task, i) : nullptr) {
+      net::co_spawn(ScopeExecutor(executor, std::move(scope)), run(i), std::move(done));
+    } else {
+      net::co_spawn(executor, run(i), std::move(done));
+    }
   }
   boost::system::error_code ignored;
   if (gathering.left > 0)
     co_await gathering.all_done.async_wait(net::redirect_error(net::use_awaitable, ignored));
-  for (std::size_t i = 0; i < count; ++i)
-    if (gathering.errors[i]) std::rethrow_exception(gathering.errors[i]);
+  rethrow_gathered(gathering.errors);
   co_return std::move(gathering.outcomes);
+}
+
+}  // namespace
+
+net::awaitable<std::vector<ToolCallOutcome>> gather_tool_calls(
+    std::size_t count, const std::function<net::awaitable<ToolCallOutcome>(std::size_t)>& run) {
+  co_return co_await gather_in_scopes(count, run, task_of(current_context()));
 }
 
 net::awaitable<std::vector<ToolCallOutcome>> arun_tool_calls(const std::vector<Tool>& tools,
@@ -363,9 +468,10 @@ net::awaitable<std::vector<ToolCallOutcome>> arun_tool_calls(const std::vector<T
   // Asynchronous tools run as coroutines on this executor (keeping the node's Context current),
   // plain ones each on a thread of their own when there are several calls.
   const bool own_thread = calls.size() > 1;
-  co_return co_await gather_tool_calls(calls.size(), [&](std::size_t i) {
+  const std::function<net::awaitable<ToolCallOutcome>(std::size_t)> run = [&](std::size_t i) {
     return arun_tool_call(tools, calls[i], state, context, options, own_thread);
-  });
+  };
+  co_return co_await gather_in_scopes(calls.size(), run, task_of(context));
 }
 
 const std::vector<ToolCall>& last_tool_calls(const std::vector<Message>& messages) {

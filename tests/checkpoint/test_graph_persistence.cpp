@@ -4,13 +4,19 @@
 // and storage that does not grow with the conversation.
 #include <stategraph/checkpoint/memory_saver.hpp>
 #include <stategraph/checkpoint/rocksdb_saver.hpp>
+#include <stategraph/core/channels.hpp>
+#include <stategraph/core/detail/hash.hpp>
 #include <stategraph/stategraph.hpp>
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <atomic>
+#include <exception>
 #include <map>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "support/plain_saver.hpp"
 #include "support/saver_factories.hpp"
@@ -860,4 +866,131 @@ TEST_CASE_TEMPLATE("threads go on correctly after the saver's caches were droppe
   CHECK(next.state.messages[1].text() == "second");
   CHECK(app.get_state_history(thread("t0")).size() == 8);
   CHECK(app.get_state(thread("t400"))->values.x == 11);
+}
+
+namespace {
+
+/// The id of a task's k-th interrupt() call, as the executor has always made it: FNV-1a of the
+/// task id (from a seed a digit short of the usual one, kept for saved ids), then k.
+std::string interrupt_id_of(std::string_view task_id, std::size_t k) {
+  std::uint64_t h = sg::detail::fnv1a(task_id, 1469598103934665603ULL);
+  h = (h ^ k) * 1099511628211ULL;
+  std::string out(16, '0');
+  sg::detail::hex16(h, out.data());
+  return out;
+}
+
+/// The value of the resume write a task saved against the thread's latest checkpoint.
+json saved_resume(sg::Checkpointer& saver, const std::string& tid, std::string_view task_id) {
+  const auto tuple = saver.get_tuple({tid, "", ""});
+  REQUIRE(tuple);
+  for (const auto& w : tuple->pending_writes)
+    if (w.task_id == task_id && w.channel == sg::kResumeChannel) return w.value;
+  return nullptr;
+}
+
+/// A node that runs two parts at once, each on a thread of its own in an interrupt scope (as
+/// ToolNode runs its calls); what they throw is thrown as one GraphInterrupt.
+sg::Update<Chat> two_parts(sg::Context& ctx, std::string& task_id) {
+  task_id = std::string(ctx.task_id());
+  std::array<sg::detail::InterruptScope, 2> scopes;
+  std::array<std::string, 2> answers;
+  std::array<std::exception_ptr, 2> errors;
+  std::vector<std::thread> threads;
+  for (std::size_t i = 0; i < 2; ++i) {
+    scopes[i].task = &sg::detail::ContextAccess::task(ctx);
+    scopes[i].key = std::to_string(i);
+    threads.emplace_back([&, i] {
+      sg::detail::InterruptScopeGuard in_scope(&scopes[i]);
+      try {
+        answers[i] = ctx.interrupt("part " + std::to_string(i)).get<std::string>();
+      } catch (...) {
+        errors[i] = std::current_exception();
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  std::vector<sg::Interrupt> interrupts;
+  for (const auto& e : errors) {
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (sg::detail::GraphInterrupt& gi) {
+      interrupts.insert(interrupts.end(), gi.interrupts.begin(), gi.interrupts.end());
+    }
+  }
+  if (!interrupts.empty()) throw sg::detail::GraphInterrupt{std::move(interrupts)};
+  return log(answers[0] + "," + answers[1]);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("a node's interrupt ids are its task id's hash and the call's index", F,
+                   SG_SAVER_FACTORIES) {
+  // Saved interrupts and the resume maps of clients carry these ids: they must not change.
+  F factory;
+  auto saver = factory.make();
+  std::string task_id;
+  sg::StateGraph<Chat> g;
+  g.add_node("ask", [&task_id](const Chat&, sg::Context& ctx) {
+    task_id = std::string(ctx.task_id());
+    const auto name = ctx.interrupt("name?").get<std::string>();
+    return log(name + ":" + sg::interrupt("age?").dump());
+  });
+  g.add_edge(sg::START, "ask");
+  const auto app = g.compile({.checkpointer = saver});
+  const auto r1 = app.invoke(say("go"), thread("t"));
+  REQUIRE(r1.interrupts.size() == 1);
+  CHECK(r1.interrupts[0].id == interrupt_id_of(task_id, 0));
+  const auto r2 = app.invoke(sg::Command<Chat>{.resume = json("ada")}, thread("t"));
+  REQUIRE(r2.interrupts.size() == 1);
+  CHECK(r2.interrupts[0].id == interrupt_id_of(task_id, 1));
+  // Resume values by position: the array LangGraph saves.
+  CHECK(saved_resume(*saver, "t", task_id) == json::array({"ada"}));
+  const auto done = app.invoke(sg::Command<Chat>{.resume = json(36)}, thread("t"));
+  CHECK(done.state.log == std::vector<std::string>{"ada:36"});
+}
+
+TEST_CASE_TEMPLATE("interrupt scopes: parts of a task that interrupt at once resume by id", F,
+                   SG_SAVER_FACTORIES) {
+  F factory;
+  auto saver = factory.make();
+  std::string task_id;
+  std::atomic<int> runs{0};
+  sg::StateGraph<Chat> g;
+  g.add_node("parts", [&](const Chat&, sg::Context& ctx) {
+    ++runs;
+    return two_parts(ctx, task_id);
+  });
+  g.add_edge(sg::START, "parts");
+  const auto app = g.compile({.checkpointer = saver});
+
+  const auto r1 = app.invoke(say("go"), thread("t"));
+  REQUIRE(r1.interrupts.size() == 2);
+  CHECK(r1.interrupts[0].value == "part 0");
+  CHECK(r1.interrupts[1].value == "part 1");
+  const std::string id0 = r1.interrupts[0].id;
+  const std::string id1 = r1.interrupts[1].id;
+  CHECK(id0 != id1);
+  CHECK(id0 != interrupt_id_of(task_id, 0));  // a scope's ids are its own
+  CHECK(app.get_state(thread("t"))->interrupts.size() == 2);
+  CHECK_THROWS_WITH_AS((void)app.invoke(sg::Command<Chat>{.resume = json("x")}, thread("t")),
+                       doctest::Contains("multiple pending interrupts"), sg::Error);
+
+  const auto r2 = app.invoke(sg::Command<Chat>{.resume = json{{id1, "one"}}}, thread("t"));
+  REQUIRE(r2.interrupts.size() == 1);
+  CHECK(r2.interrupts[0].id == id0);
+  CHECK(r2.interrupts[0].value == "part 0");
+  // The values of scoped interrupts are saved by id, next to the positional ones.
+  CHECK(saved_resume(*saver, "t", task_id) ==
+        json{{"values", json::array()}, {"by_id", {{id1, "one"}}}});
+  const auto state = app.get_state(thread("t"));
+  REQUIRE(state->interrupts.size() == 1);
+  CHECK(state->interrupts[0].id == id0);
+
+  // One interrupt is left: a plain value answers it.
+  const auto done = app.invoke(sg::Command<Chat>{.resume = json("zero")}, thread("t"));
+  CHECK_FALSE(done.interrupted());
+  CHECK(done.state.log == std::vector<std::string>{"zero,one"});
+  CHECK(runs == 3);
 }

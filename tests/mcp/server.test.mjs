@@ -82,7 +82,7 @@ describe("the TypeScript SDK's Client", { timeout: TEST_TIMEOUT }, () => {
     const { tools, nextCursor } = await client.listTools();
     assert.equal(nextCursor, undefined);
     const names = tools.map((t) => t.name).sort();
-    assert.deepEqual(names, ["agent", "interrupt_agent", "react_agent", "summarize_and_trim"]);
+    assert.deepEqual(names, ["agent", "approval_agent", "interrupt_agent", "react_agent", "summarize_and_trim"]);
     const agent = tools.find((t) => t.name === "agent");
     assert.equal(agent.inputSchema.type, "object");
     assert.equal(agent.inputSchema.properties.messages.type, "array");
@@ -175,7 +175,7 @@ describe("the inspector's CLI mode", { timeout: TEST_TIMEOUT }, () => {
     const { stdout } = await inspect(["--method", "tools/list"]);
     const { result } = JSON.parse(stdout);
     assert.deepEqual(result.tools.map((t) => t.name).sort(),
-      ["agent", "interrupt_agent", "react_agent", "summarize_and_trim"]);
+      ["agent", "approval_agent", "interrupt_agent", "react_agent", "summarize_and_trim"]);
   });
 
   test("--method tools/call runs one, with --tool-arg arguments", async () => {

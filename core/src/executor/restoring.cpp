@@ -118,6 +118,24 @@ const std::vector<PendingWrite>& ExecutorCore::task_writes_of(const Task& t) con
   return it == resumed_writes_.end() ? none : it->second;
 }
 
+namespace {
+
+/// A task's saved resume values (its kResumeChannel write): an array in call order, or
+/// {"values": [...], "by_id": {id: value}} when interrupts in scopes were answered.
+void restore_resume_values(TaskInfo& info, const nlohmann::json& saved) {
+  const nlohmann::json* values = &saved;
+  if (saved.is_object()) {
+    if (auto it = saved.find("by_id"); it != saved.end() && it->is_object())
+      for (const auto& [id, value] : it->items()) info.scoped_resume.insert_or_assign(id, value);
+    auto it = saved.find("values");
+    if (it == saved.end()) return;
+    values = &*it;
+  }
+  if (values->is_array()) info.resume = values->get<std::vector<nlohmann::json>>();
+}
+
+}  // namespace
+
 /// Applies the writes saved for this step's tasks: finished tasks are not run again, and
 /// interrupted tasks get the resume values their interrupt() calls returned before.
 void ExecutorCore::restore_task_writes() {
@@ -127,8 +145,7 @@ void ExecutorCore::restore_task_writes() {
     bool finished = false;
     for (const auto& w : writes) {
       if (is_finished_write(w.channel)) finished = true;
-      if (w.channel == kResumeChannel && w.value.is_array())
-        t.info.resume = w.value.get<std::vector<nlohmann::json>>();
+      if (w.channel == kResumeChannel) restore_resume_values(t.info, w.value);
     }
     if (finished) {
       restore_output(t, writes);
@@ -138,16 +155,23 @@ void ExecutorCore::restore_task_writes() {
 }
 
 /// Number of interrupts of the checkpoint that no resume value answered yet (LangGraph's
-/// hanging interrupts).
+/// hanging interrupts). A task resumed by position counts as answered (as in LangGraph); one
+/// whose resume values go by id (parallel tool calls) counts the interrupts it raised since.
 std::size_t ExecutorCore::hanging_interrupts() const {
   std::size_t count = 0;
   for (const auto& [task_id, writes] : resumed_writes_) {
-    const bool resumed = std::any_of(writes.begin(), writes.end(), [](const PendingWrite& w) {
+    const auto resume = std::find_if(writes.begin(), writes.end(), [](const PendingWrite& w) {
       return w.channel == kResumeChannel;
     });
-    if (resumed) continue;
+    if (resume != writes.end() && !resume->value.is_object()) continue;
     for (const auto& w : writes) {
-      if (w.channel == kInterruptChannel && w.value.is_array()) count += w.value.size();
+      if (w.channel != kInterruptChannel || !w.value.is_array()) continue;
+      for (const auto& i : w.value) {
+        const bool answered = resume != writes.end() && i.is_object() &&
+                              resume->value.value("by_id", nlohmann::json::object())
+                                  .contains(i.value("id", std::string()));
+        if (!answered) ++count;
+      }
     }
   }
   return count;

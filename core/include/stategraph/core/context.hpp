@@ -7,8 +7,11 @@
 
 #include <any>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <functional>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -94,6 +97,14 @@ class RunHooks {
       const std::string& checkpoint_ns) = 0;
 };
 
+/// A mutex that a copy does not share: copying what holds it makes a new, unlocked one.
+struct TaskMutex {
+  TaskMutex() = default;
+  TaskMutex(const TaskMutex&) noexcept {}
+  TaskMutex& operator=(const TaskMutex&) noexcept { return *this; }
+  std::mutex mu;
+};
+
 /// Per-task data a Context exposes.
 struct TaskInfo {
   std::string_view node;  // points into the compiled graph
@@ -107,6 +118,11 @@ struct TaskInfo {
   /// Resume values for this task's interrupt() calls, in call order.
   std::vector<nlohmann::json> resume{};
   std::size_t interrupts_seen = 0;
+  /// Resume values of the interrupt() calls made inside an InterruptScope, by interrupt id
+  /// (guarded by `mu` while the task runs).
+  std::map<std::string, nlohmann::json> scoped_resume{};
+  /// Guards what parts of a task running at once share: scoped_resume and `pushed`.
+  TaskMutex mu{};
   /// Messages the node pushed with Context::push_message: (field, message), in order.
   std::vector<std::pair<std::string, Message>> pushed{};
   /// The updates of a node's second and later Commands (a std::vector<Update<S>>), if any.
@@ -139,6 +155,35 @@ void assign_task_id(TaskInfo& task, std::uint64_t seed) noexcept;
 /// Thrown by interrupt() to stop the task; the executor turns it into an interrupted result.
 struct GraphInterrupt {
   std::vector<Interrupt> interrupts;
+};
+
+/// One of several parts of a task that run at once and may each interrupt (the tool calls one
+/// ToolNode step runs concurrently). While it is this thread's scope (InterruptScopeGuard), the
+/// interrupt() calls of a Context of `task` are numbered within the scope, their ids come from
+/// the task id and `key` (so they do not depend on which part asks first), and their resume
+/// values are kept by id (TaskInfo::scoped_resume). Thread-safe.
+struct InterruptScope {
+  const TaskInfo* task = nullptr;
+  /// Names the part among its task's, the same each time the task runs (a call's index).
+  std::string key{};
+  std::atomic<std::size_t> seen{0};
+};
+
+/// This thread's interrupt scope, or null.
+[[nodiscard]] InterruptScope* current_interrupt_scope() noexcept;
+
+/// Makes `scope` (or null: none) this thread's interrupt scope for the lifetime of the guard.
+/// Code that runs a part on a coroutine makes the scope current around each of its resumptions
+/// (a thread's scope does not follow a coroutine across co_await by itself).
+class InterruptScopeGuard {
+ public:
+  explicit InterruptScopeGuard(InterruptScope* scope) noexcept;
+  ~InterruptScopeGuard();
+  InterruptScopeGuard(const InterruptScopeGuard&) = delete;
+  InterruptScopeGuard& operator=(const InterruptScopeGuard&) = delete;
+
+ private:
+  InterruptScope* previous_;
 };
 
 /// Thrown out of a subgraph's run when one of its nodes returned Command{.graph = PARENT}; the
@@ -208,7 +253,10 @@ class Context {
   /// Pauses the run for human input: the first call in a task stops the run, which returns an
   /// interrupted RunResult carrying `value`; when the run is resumed with Command{.resume}, the
   /// node runs again from the start and this call returns the resume value (the k-th call the
-  /// k-th value). Do not catch the exception it throws (catch (...) must rethrow).
+  /// k-th value). Do not catch the exception it throws (catch (...) must rethrow). Inside an
+  /// interrupt scope of this task (detail::InterruptScope: each of the tool calls a ToolNode
+  /// runs at once) calls are counted per scope, their ids depend on the scope, and their resume
+  /// values are found by id; there it is thread-safe. Outside one, one thread at a time.
   nlohmann::json interrupt(nlohmann::json value) const;
 
   /// The supersteps the run may still take before its recursion limit (LangGraph's
@@ -218,6 +266,7 @@ class Context {
   /// Adds `message` (it needs an id) to this task's writes of the message-list field `field`,
   /// before what the node returns (LangGraph's push_message). Throws sg::Error for a message
   /// without an id; an unknown or non-message field fails the task when it finishes.
+  /// Thread-safe.
   void push_message(Message message, std::string_view field = "messages") const;
 
   /// True when the run reports to callbacks (RunConfig::callbacks): model and tool calls in this

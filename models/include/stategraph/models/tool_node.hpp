@@ -43,22 +43,26 @@ namespace detail {
 
 /// Runs `calls` with `tools` (concurrently when there are several; each with `context` current
 /// on its thread), results in call order. Throws the first error (in call order) when
-/// handle_errors is off.
+/// handle_errors is off. When several calls run, each has an interrupt scope of its own (its
+/// index; see detail::InterruptScope), so each call's interrupts have ids of their own and are
+/// resumed by id; if calls interrupt and none fails otherwise, it throws one GraphInterrupt
+/// carrying every call's interrupts in call order.
 std::vector<ToolCallOutcome> run_tool_calls(const std::vector<Tool>& tools,
                                             const std::vector<ToolCall>& calls,
                                             const std::any& state, Context* context,
                                             const ToolNodeOptions& options);
 
-/// As run_tool_calls, on the caller's executor: asynchronous tools are awaited there, all at
-/// once, without a thread each; plain tools run as run_tool_calls runs them (inline when there
-/// are only plain tools, else each on a thread of its own). The arguments outlive the call.
+/// As run_tool_calls (errors, interrupts and their scopes too), on the caller's executor:
+/// asynchronous tools are awaited there, all at once, without a thread each; plain tools run as
+/// run_tool_calls runs them (inline when there are only plain tools, else each on a thread of
+/// its own). The arguments outlive the call.
 boost::asio::awaitable<std::vector<ToolCallOutcome>> arun_tool_calls(
     const std::vector<Tool>& tools, const std::vector<ToolCall>& calls, const std::any& state,
     Context* context, const ToolNodeOptions& options);
 
 /// One call as ToolNode runs it (its span, its errors handled per `options`), on the caller's
 /// executor: an asynchronous tool is awaited there; a plain one runs on a thread of its own when
-/// `own_thread`, else inline. The arguments outlive the call.
+/// `own_thread` (in the caller's interrupt scope), else inline. The arguments outlive the call.
 boost::asio::awaitable<ToolCallOutcome> arun_tool_call(const std::vector<Tool>& tools,
                                                        const ToolCall& call, const std::any& state,
                                                        Context* context,
@@ -66,7 +70,10 @@ boost::asio::awaitable<ToolCallOutcome> arun_tool_call(const std::vector<Tool>& 
                                                        bool own_thread);
 
 /// Runs `run(0)` .. `run(count - 1)` at once on the caller's executor; their outcomes in order.
-/// Throws the first error in that order, once all have ended.
+/// When count > 1 and a node's Context is current, each runs in an interrupt scope of its own
+/// (its index), made current around each of its resumptions. Once all have ended, throws the
+/// first error in that order that is not an interrupt, else one GraphInterrupt carrying all
+/// their interrupts in order.
 boost::asio::awaitable<std::vector<ToolCallOutcome>> gather_tool_calls(
     std::size_t count,
     const std::function<boost::asio::awaitable<ToolCallOutcome>(std::size_t)>& run);
