@@ -160,14 +160,15 @@ nlohmann::json Context::interrupt(nlohmann::json value) const {
     // (the parts may ask in any order).
     const std::size_t index = scope->seen.fetch_add(1, std::memory_order_relaxed);
     std::string id = interrupt_id(std::string(task_id()) + "|" + scope->key, index);
+    detail::TaskPartsShared& parts = *task_->parts;  // made before the parts started
     {
-      std::lock_guard lock(task_->mu.mu);
-      if (auto it = task_->scoped_resume.find(id); it != task_->scoped_resume.end())
+      std::lock_guard lock(parts.mu);
+      if (auto it = parts.scoped_resume.find(id); it != parts.scoped_resume.end())
         return it->second;
     }
     if (auto answer = run_->take_resume(id)) {
-      std::lock_guard lock(task_->mu.mu);
-      task_->scoped_resume.insert_or_assign(id, *answer);
+      std::lock_guard lock(parts.mu);
+      parts.scoped_resume.insert_or_assign(id, *answer);
       return std::move(*answer);
     }
     throw detail::GraphInterrupt{
@@ -187,7 +188,11 @@ nlohmann::json Context::interrupt(nlohmann::json value) const {
 void Context::push_message(Message message, std::string_view field) const {
   if (message.id.empty())
     throw Error(errc::kInvalidMessage, "Message ID is required (push_message)");
-  std::lock_guard lock(task_->mu.mu);
+  if (task_->parts) {
+    std::lock_guard lock(task_->parts->mu);
+    task_->pushed.emplace_back(std::string(field), std::move(message));
+    return;
+  }
   task_->pushed.emplace_back(std::string(field), std::move(message));
 }
 
@@ -259,6 +264,10 @@ detail::CurrentContextGuard::CurrentContextGuard(Context* ctx) noexcept : previo
 
 detail::CurrentContextGuard::~CurrentContextGuard() {
   current = previous_;
+}
+
+void detail::ensure_parts_shared(TaskInfo& task) {
+  if (!task.parts) task.parts = std::make_shared<TaskPartsShared>();
 }
 
 detail::InterruptScope* detail::current_interrupt_scope() noexcept {

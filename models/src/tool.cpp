@@ -274,8 +274,9 @@ net::awaitable<ToolCallOutcome> on_own_thread(std::function<ToolCallOutcome()> f
 /// the thread's around every handler, so the call's interrupts are its own across co_await.
 class ScopeExecutor {
  public:
-  ScopeExecutor(net::any_io_executor inner, std::shared_ptr<InterruptScope> scope) noexcept
-      : inner_(std::move(inner)), scope_(std::move(scope)) {}
+  /// `scope` outlives every handler run through this executor.
+  ScopeExecutor(net::any_io_executor inner, InterruptScope* scope) noexcept
+      : inner_(std::move(inner)), scope_(scope) {}
 
   [[nodiscard]] net::execution_context& query(net::execution::context_t) const noexcept {
     return net::query(inner_, net::execution::context);
@@ -294,7 +295,7 @@ class ScopeExecutor {
   template <class F>
   void execute(F f) const {
     inner_.execute([scope = scope_, f = std::move(f)]() mutable {
-      InterruptScopeGuard guard(scope.get());
+      InterruptScopeGuard guard(scope);
       f();
     });
   }
@@ -308,20 +309,22 @@ class ScopeExecutor {
 
  private:
   net::any_io_executor inner_;
-  std::shared_ptr<InterruptScope> scope_;
+  InterruptScope* scope_;
   bool never_ = false;
 };
 
-/// The interrupt scope of call `index` of several that a task (null: none) runs at once.
-std::shared_ptr<InterruptScope> call_scope(const TaskInfo* task, std::size_t index) {
+/// The interrupt scope of call `index` of several that a task (null: none) runs at once. Called
+/// on the task's thread before the calls start.
+std::shared_ptr<InterruptScope> call_scope(TaskInfo* task, std::size_t index) {
   if (task == nullptr) return nullptr;
+  ensure_parts_shared(*task);
   auto scope = std::make_shared<InterruptScope>();
   scope->task = task;
   scope->key = std::to_string(index);
   return scope;
 }
 
-const TaskInfo* task_of(Context* context) noexcept {
+TaskInfo* task_of(Context* context) noexcept {
   return context != nullptr ? &ContextAccess::task(*context) : nullptr;
 }
 
@@ -420,9 +423,12 @@ namespace {
 /// scope of its own (its index) when there are several.
 net::awaitable<std::vector<ToolCallOutcome>> gather_in_scopes(
     std::size_t count, const std::function<net::awaitable<ToolCallOutcome>(std::size_t)>& run,
-    const TaskInfo* task) {
+    TaskInfo* task) {
   const net::any_io_executor executor = co_await net::this_coro::executor;
   Gathering gathering(executor, count);
+  // The calls' scopes live in this frame, which waits for every call to end.
+  std::vector<std::shared_ptr<InterruptScope>> scopes;
+  if (count > 1) scopes.reserve(count);
   for (std::size_t i = 0; i < count; ++i) {
     auto done = [&gathering, i](std::exception_ptr e, ToolCallOutcome outcome) {
       gathering.outcomes[i] = std::move(outcome);
@@ -430,7 +436,8 @@ net::awaitable<std::vector<ToolCallOutcome>> gather_in_scopes(
       gathering.finished();
     };
     if (auto scope = count > 1 ? call_scope(task, i) : nullptr) {
-      net::co_spawn(ScopeExecutor(executor, std::move(scope)), run(i), std::move(done));
+      scopes.push_back(std::move(scope));
+      net::co_spawn(ScopeExecutor(executor, scopes.back().get()), run(i), std::move(done));
     } else {
       net::co_spawn(executor, run(i), std::move(done));
     }

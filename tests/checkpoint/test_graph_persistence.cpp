@@ -897,6 +897,7 @@ sg::Update<Chat> two_parts(sg::Context& ctx, std::string& task_id) {
   std::array<std::string, 2> answers;
   std::array<std::exception_ptr, 2> errors;
   std::vector<std::thread> threads;
+  sg::detail::ensure_parts_shared(sg::detail::ContextAccess::task(ctx));  // before the parts run
   for (std::size_t i = 0; i < 2; ++i) {
     scopes[i].task = &sg::detail::ContextAccess::task(ctx);
     scopes[i].key = std::to_string(i);

@@ -335,9 +335,9 @@ void ExecutorCore::save_task_outcome_now(const Task& t, bool with_checkpoint) {
   // values (as LangGraph saves only the error of a failed task). The values of interrupts in
   // scopes (parallel tool calls) go by id: {"values": [in call order], "by_id": {id: value}};
   // without them, the array alone (LangGraph's form).
-  if (!t.error && !t.info.scoped_resume.empty()) {
+  if (!t.error && t.info.parts && !t.info.parts->scoped_resume.empty()) {
     nlohmann::json by_id = nlohmann::json::object();
-    for (const auto& [id, value] : t.info.scoped_resume) by_id[id] = value;
+    for (const auto& [id, value] : t.info.parts->scoped_resume) by_id[id] = value;
     writes.emplace_back(std::string(kResumeChannel),
                         nlohmann::json{{"values", t.info.resume}, {"by_id", std::move(by_id)}});
   } else if (!t.error && !t.info.resume.empty()) {

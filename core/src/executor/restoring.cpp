@@ -125,8 +125,11 @@ namespace {
 void restore_resume_values(TaskInfo& info, const nlohmann::json& saved) {
   const nlohmann::json* values = &saved;
   if (saved.is_object()) {
-    if (auto it = saved.find("by_id"); it != saved.end() && it->is_object())
-      for (const auto& [id, value] : it->items()) info.scoped_resume.insert_or_assign(id, value);
+    if (auto it = saved.find("by_id"); it != saved.end() && it->is_object()) {
+      detail::ensure_parts_shared(info);
+      for (const auto& [id, value] : it->items())
+        info.parts->scoped_resume.insert_or_assign(id, value);
+    }
     auto it = saved.find("values");
     if (it == saved.end()) return;
     values = &*it;

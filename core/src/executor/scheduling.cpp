@@ -17,7 +17,7 @@ void ExecutorCore::reset_task(Task& t, int node, int send_index) {
   t.info.step = step_;
   t.info.attempt = 1;
   t.info.resume.clear();
-  t.info.scoped_resume.clear();
+  t.info.parts.reset();
   t.info.interrupts_seen = 0;
   t.has_output = false;
   t.go_to.clear();

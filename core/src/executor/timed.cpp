@@ -142,7 +142,7 @@ std::chrono::steady_clock::time_point ExecutorCore::service_timed() {
         t.interrupts = std::move(a.interrupts);
         t.interrupted = a.interrupted;
         t.info.resume = std::move(a.info.resume);
-        t.info.scoped_resume = std::move(a.info.scoped_resume);
+        t.info.parts = std::move(a.info.parts);
         try {
           take_attempt_output(t, a);
         } catch (...) {

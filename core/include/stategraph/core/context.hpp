@@ -11,6 +11,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -97,12 +98,12 @@ class RunHooks {
       const std::string& checkpoint_ns) = 0;
 };
 
-/// A mutex that a copy does not share: copying what holds it makes a new, unlocked one.
-struct TaskMutex {
-  TaskMutex() = default;
-  TaskMutex(const TaskMutex&) noexcept {}
-  TaskMutex& operator=(const TaskMutex&) noexcept { return *this; }
+/// What the parts of a task that run at once share (the tool calls of one ToolNode step, each in
+/// an InterruptScope): the resume values of their interrupts by id, and the mutex guarding them
+/// and the task's pushed messages. Made before the parts start (ensure_parts_shared).
+struct TaskPartsShared {
   std::mutex mu;
+  std::map<std::string, nlohmann::json> scoped_resume;
 };
 
 /// Per-task data a Context exposes.
@@ -118,11 +119,8 @@ struct TaskInfo {
   /// Resume values for this task's interrupt() calls, in call order.
   std::vector<nlohmann::json> resume{};
   std::size_t interrupts_seen = 0;
-  /// Resume values of the interrupt() calls made inside an InterruptScope, by interrupt id
-  /// (guarded by `mu` while the task runs).
-  std::map<std::string, nlohmann::json> scoped_resume{};
-  /// Guards what parts of a task running at once share: scoped_resume and `pushed`.
-  TaskMutex mu{};
+  /// Set while parts of the task run at once, or when resume values by id were restored.
+  std::shared_ptr<TaskPartsShared> parts{};
   /// Messages the node pushed with Context::push_message: (field, message), in order.
   std::vector<std::pair<std::string, Message>> pushed{};
   /// The updates of a node's second and later Commands (a std::vector<Update<S>>), if any.
@@ -161,13 +159,16 @@ struct GraphInterrupt {
 /// ToolNode step runs concurrently). While it is this thread's scope (InterruptScopeGuard), the
 /// interrupt() calls of a Context of `task` are numbered within the scope, their ids come from
 /// the task id and `key` (so they do not depend on which part asks first), and their resume
-/// values are kept by id (TaskInfo::scoped_resume). Thread-safe.
+/// values are kept by id (TaskPartsShared::scoped_resume). Thread-safe.
 struct InterruptScope {
   const TaskInfo* task = nullptr;
   /// Names the part among its task's, the same each time the task runs (a call's index).
   std::string key{};
   std::atomic<std::size_t> seen{0};
 };
+
+/// Makes `task`'s TaskPartsShared, before parts of it run at once. Not thread-safe.
+void ensure_parts_shared(TaskInfo& task);
 
 /// This thread's interrupt scope, or null.
 [[nodiscard]] InterruptScope* current_interrupt_scope() noexcept;
