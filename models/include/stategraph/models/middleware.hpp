@@ -88,17 +88,33 @@ struct HumanInTheLoopOptions {
 /// (tool limits) answer the blocked calls with error messages and let the model go on.
 enum class LimitBehavior { end, error, continue_run };
 
-/// Thrown by model_call_limit_middleware with LimitBehavior::error.
-class ModelCallLimitExceededError : public Error {
+/// A call limit reached with LimitBehavior::error: the message, and the thread's and the run's
+/// counts (for tool calls, the counts the calls would have reached). Thread-safe to read.
+class CallLimitExceededError : public Error {
  public:
-  ModelCallLimitExceededError(const std::string& message, int thread_count, int run_count)
-      : Error(errc::kModelCallLimit, message), thread_count_(thread_count), run_count_(run_count) {}
+  CallLimitExceededError(std::string_view code, const std::string& message, int thread_count,
+                         int run_count)
+      : Error(code, message), thread_count_(thread_count), run_count_(run_count) {}
   [[nodiscard]] int thread_count() const noexcept { return thread_count_; }
   [[nodiscard]] int run_count() const noexcept { return run_count_; }
 
  private:
   int thread_count_;
   int run_count_;
+};
+
+/// Thrown by model_call_limit_middleware with LimitBehavior::error (errc::kModelCallLimit).
+class ModelCallLimitExceededError : public CallLimitExceededError {
+ public:
+  ModelCallLimitExceededError(const std::string& message, int thread_count, int run_count)
+      : CallLimitExceededError(errc::kModelCallLimit, message, thread_count, run_count) {}
+};
+
+/// Thrown by tool_call_limit_middleware with LimitBehavior::error (errc::kToolCallLimit).
+class ToolCallLimitExceededError : public CallLimitExceededError {
+ public:
+  ToolCallLimitExceededError(const std::string& message, int thread_count, int run_count)
+      : CallLimitExceededError(errc::kToolCallLimit, message, thread_count, run_count) {}
 };
 
 /// Options of model_call_limit_middleware: at least one limit.
@@ -117,20 +133,6 @@ struct ModelCallLimitOptions {
 /// `middleware_state["ModelCallLimitMiddleware"]`. Throws sg::Error (errc::kInvalidArgument)
 /// without a limit or with exit behavior continue_run.
 [[nodiscard]] AgentMiddleware model_call_limit_middleware(ModelCallLimitOptions options);
-
-/// Thrown by tool_call_limit_middleware with LimitBehavior::error: the counts the calls would
-/// have reached.
-class ToolCallLimitExceededError : public Error {
- public:
-  ToolCallLimitExceededError(const std::string& message, int thread_count, int run_count)
-      : Error(errc::kToolCallLimit, message), thread_count_(thread_count), run_count_(run_count) {}
-  [[nodiscard]] int thread_count() const noexcept { return thread_count_; }
-  [[nodiscard]] int run_count() const noexcept { return run_count_; }
-
- private:
-  int thread_count_;
-  int run_count_;
-};
 
 /// Options of tool_call_limit_middleware: at least one limit; run_limit <= thread_limit.
 struct ToolCallLimitOptions {
