@@ -71,10 +71,7 @@ std::vector<Message> repair_tool_calls(std::vector<Message> messages) {
       out.push_back(std::move(messages[++i]));
     for (const auto& call : calls) {
       if (answered.contains(call.id)) continue;
-      Message answer = tool(cancelled_tool_call_text(call), call.id);
-      answer.name = call.name;
-      answer.status = "error";
-      out.push_back(std::move(answer));
+      out.push_back(tool_answer(cancelled_tool_call_text(call), call, "error"));
     }
   }
   return out;
@@ -181,13 +178,6 @@ int failed_structured_calls(const std::vector<Message>& messages, const std::str
   return failed;
 }
 
-Message structured_answer(std::string text, const ToolCall& call, bool error) {
-  Message m = tool(std::move(text), call.id);
-  m.name = call.name;
-  m.status = error ? "error" : "success";
-  return m;
-}
-
 /// A tool-strategy reply: its structured call answered (the response, or the error to retry).
 ModelResponse take_structured_call(Message reply, const StructuredOutput& format,
                                    const std::vector<Message>& history) {
@@ -209,16 +199,16 @@ ModelResponse take_structured_call(Message reply, const StructuredOutput& format
         "Model incorrectly returned multiple structured responses ({}) when only one is expected.",
         names);
     if (!retry) throw Error(errc::kStructuredOutput, error);
-    for (const auto* c : calls) answers.push_back(structured_answer(retry_text(error), *c, true));
+    for (const auto* c : calls) answers.push_back(tool_answer(retry_text(error), *c, "error"));
   } else {
     const ToolCall& call = *calls.front();
     try {
       response.structured_response = format.validate(call.args);
-      answers.push_back(structured_answer(
-          format.tool_message_content.empty()
-              ? "Returning structured response: " + response.structured_response.dump()
-              : format.tool_message_content,
-          call, false));
+      answers.push_back(
+          tool_answer(format.tool_message_content.empty()
+                          ? "Returning structured response: " + response.structured_response.dump()
+                          : format.tool_message_content,
+                      call));
     } catch (const std::exception& e) {
       std::string what = e.what();
       const std::string prefix = fmt::format("tool '{}': ", format.name);  // make_tool's parsing
@@ -226,7 +216,7 @@ ModelResponse take_structured_call(Message reply, const StructuredOutput& format
       const std::string error =
           fmt::format("Failed to parse structured output for tool '{}': {}.", format.name, what);
       if (!retry) throw Error(errc::kStructuredOutput, error);
-      answers.push_back(structured_answer(retry_text(error), call, true));
+      answers.push_back(tool_answer(retry_text(error), call, "error"));
     }
   }
   response.messages.push_back(std::move(reply));

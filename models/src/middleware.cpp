@@ -35,13 +35,6 @@ void set_mw_state(Update<AgentSt>& update, const std::string& name, nlohmann::js
   update.set<&AgentSt::middleware_state>(nlohmann::json{{name, std::move(value)}});
 }
 
-Message error_tool_message(std::string text, const ToolCall& call) {
-  Message m = tool(std::move(text), call.id);
-  m.name = call.name;
-  m.status = "error";
-  return m;
-}
-
 // --- Human in the loop ---------------------------------------------------------------------------
 
 std::vector<std::string> allowed_responses(const HumanInterruptConfig& config) {
@@ -134,12 +127,13 @@ std::optional<HookResult> review_tool_calls(const HumanInTheLoopOptions& options
       std::string text = args.is_string() ? args.get<std::string>() : std::string();
       if (text.empty())
         text = fmt::format("User rejected the tool call for `{}` with id {}", call.name, call.id);
-      answers.push_back(error_tool_message(std::move(text), call));
+      answers.push_back(tool_answer(std::move(text), call, "error"));
       continue;
     }
     if (type == "ignore" && config.allow_ignore) {
-      answers.push_back(error_tool_message(
-          fmt::format("User ignored the tool call for `{}` with id {}", call.name, call.id), call));
+      answers.push_back(tool_answer(
+          fmt::format("User ignored the tool call for `{}` with id {}", call.name, call.id), call,
+          "error"));
       ignored = true;
       continue;
     }
@@ -155,7 +149,7 @@ std::optional<HookResult> review_tool_calls(const HumanInTheLoopOptions& options
       const bool answered = std::any_of(written.begin(), written.end(), [&](const Message& m) {
         return m.type == MessageType::tool && m.tool_call_id == call.id;
       });
-      if (!answered) written.push_back(error_tool_message(cancelled_tool_call_text(call), call));
+      if (!answered) written.push_back(tool_answer(cancelled_tool_call_text(call), call, "error"));
     }
     result.jump_to = "end";
   }
@@ -375,12 +369,12 @@ AgentMiddleware tool_call_limit_middleware(ToolCallLimitOptions options) {
                                 "to: {}. Use 'continue' or 'error' behavior instead.",
                                 fmt::join(others, ", ")));
       // The run ends here: no call runs, so each is answered.
-      for (const auto& call : calls) messages.push_back(error_tool_message(blocked_text, call));
+      for (const auto& call : calls) messages.push_back(tool_answer(blocked_text, call, "error"));
       messages.push_back(ai(final_text));
       result.jump_to = "end";
     } else {
       for (const ToolCall* call : blocked)
-        messages.push_back(error_tool_message(blocked_text, *call));
+        messages.push_back(tool_answer(blocked_text, *call, "error"));
     }
     result.update.set<&AgentSt::messages>(std::move(messages));
     return result;
@@ -470,7 +464,7 @@ AgentMiddleware tool_retry_middleware(ToolRetryOptions options) {
         co_await sleep_for(retry_delay(attempt, o));
         continue;
       }
-      co_return ToolCallOutcome{error_tool_message(std::move(failure_text), request.call), {}};
+      co_return ToolCallOutcome{tool_answer(std::move(failure_text), request.call, "error"), {}};
     }
   };
   return m;

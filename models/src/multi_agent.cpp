@@ -13,6 +13,8 @@
 #include <set>
 #include <utility>
 
+#include "text.hpp"
+
 namespace sg {
 namespace {
 
@@ -96,16 +98,16 @@ Message handoff_back_tool(const std::string& supervisor, const std::string& call
 std::string normalize_agent_name(std::string_view name) {
   std::string out;
   bool space = false;
-  for (const char c : name) {
+  for (const char c : models_detail::trim(name)) {
     if (std::isspace(static_cast<unsigned char>(c))) {
-      space = !out.empty();
+      space = true;
       continue;
     }
     if (space) out += '_';
     space = false;
-    out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    out += c;
   }
-  return out;
+  return models_detail::lower(out);
 }
 
 Tool create_handoff_tool(const std::string& agent_name, HandoffToolOptions options) {
@@ -122,8 +124,7 @@ Tool create_handoff_tool(const std::string& agent_name, HandoffToolOptions optio
     std::vector<Message> messages = state.messages;
     if (with_messages) {
       Message answer =
-          tool(fmt::format("Successfully transferred to {}", agent_name), runtime.call->id);
-      answer.name = name;
+          tool_answer(fmt::format("Successfully transferred to {}", agent_name), *runtime.call);
       answer.response_metadata = {{kHandoffDestination, agent_name}};
       messages.push_back(std::move(answer));
     } else if (!messages.empty()) {
@@ -154,17 +155,14 @@ Tool create_forward_message_tool(const std::string& supervisor_name) {
       "responses, and save time.",
       [supervisor_name](const FromAgent& args, const ToolRuntime& runtime) -> ToolResult {
         const auto& state = runtime.state_as<AgentSt>();
-        const auto lower = [](std::string s) {
-          for (auto& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-          return s;
-        };
         std::set<std::string> found;
         for (auto it = state.messages.rbegin(); it != state.messages.rend(); ++it) {
           if (it->type != MessageType::ai) continue;
           found.insert(it->name);
           const bool back = it->response_metadata.is_object() &&
                             it->response_metadata.value(kIsHandoffBack, false);
-          if (back || lower(it->name) != lower(args.from_agent)) continue;
+          if (back || models_detail::lower(it->name) != models_detail::lower(args.from_agent))
+            continue;
           Message forwarded = ai(it->content, new_uuid4());
           forwarded.name = supervisor_name;
           Command<AgentSt> command;

@@ -75,6 +75,13 @@ net::awaitable<ToolResult> Tool::acall(nlohmann::json args, ToolRuntime runtime)
   co_return result;
 }
 
+Message tool_answer(Content content, const ToolCall& call, std::string status) {
+  Message m = tool(std::move(content), call.id);
+  m.name = call.name;
+  m.status = std::move(status);
+  return m;
+}
+
 std::vector<ToolSpec> tool_specs(const std::vector<Tool>& tools) {
   std::vector<ToolSpec> out;
   out.reserve(tools.size());
@@ -90,13 +97,6 @@ Content result_content(const nlohmann::json& content) {
   if (content.is_string()) return Content(content.get<std::string>());
   if (content.is_null()) return Content(std::string());
   return Content(content.dump());
-}
-
-Message tool_message(Content content, const ToolCall& call, std::string status) {
-  Message m = tool(std::move(content), call.id);
-  m.name = call.name;
-  m.status = std::move(status);
-  return m;
 }
 
 const Tool* find_tool(const std::vector<Tool>& tools, const ToolCall& call) {
@@ -115,7 +115,7 @@ ToolCallOutcome unknown_tool(const std::vector<Tool>& tools, const ToolCall& cal
       fmt::format("Error: {} is not a valid tool, try one of [{}].", call.name, names);
   if (!options.handle_errors && !options.handle_invalid_calls)
     throw Error(errc::kInvalidArgument, text);
-  return ToolCallOutcome{tool_message(std::move(text), call, "error"), {}};
+  return ToolCallOutcome{tool_answer(std::move(text), call, "error"), {}};
 }
 
 ToolCallOutcome to_outcome(ToolResult result, const ToolCall& call) {
@@ -126,7 +126,7 @@ ToolCallOutcome to_outcome(ToolResult result, const ToolCall& call) {
     if (m.type == MessageType::tool && m.name.empty()) m.name = call.name;
     return ToolCallOutcome{std::move(m), {}};
   }
-  return ToolCallOutcome{tool_message(result_content(result.content), call, "success"), {}};
+  return ToolCallOutcome{tool_answer(result_content(result.content), call, "success"), {}};
 }
 
 /// The answer to a call whose tool threw `error` (LangGraph's TOOL_CALL_ERROR_TEMPLATE);
@@ -142,7 +142,7 @@ ToolCallOutcome error_outcome(const std::exception_ptr& error, const ToolCall& c
     const bool invalid_call = sg_error != nullptr && sg_error->code() == errc::kToolArguments;
     if (!options.handle_errors && !(invalid_call && options.handle_invalid_calls)) throw;
     return ToolCallOutcome{
-        tool_message(fmt::format("Error: {}\n Please fix your mistakes.", e.what()), call, "error"),
+        tool_answer(fmt::format("Error: {}\n Please fix your mistakes.", e.what()), call, "error"),
         {}};
   }
 }

@@ -2,6 +2,7 @@
 #include "model_edits.hpp"
 
 #include <stategraph/core/error.hpp>
+#include <stategraph/models/tool.hpp>
 #include <stategraph/reducers/message_utils.hpp>
 
 namespace sg::nodes_detail {
@@ -29,10 +30,7 @@ int ask_until_accepted(const ChatModel& model, std::vector<Message> prompt,
       prompt.push_back(human(feedback));
     } else {
       for (const auto& call : calls) {
-        Message m = tool(feedback, call.id);
-        m.name = call.name;
-        m.status = "error";
-        prompt.push_back(std::move(m));
+        prompt.push_back(tool_answer(feedback, call, "error"));
       }
     }
   }

@@ -106,6 +106,11 @@ class Tool {
   AsyncFn async_fn_{};
 };
 
+/// The tool message answering `call`: `content`, the call's id and tool name, and `status`
+/// ("success" or "error"). Thread-safe.
+[[nodiscard]] Message tool_answer(Content content, const ToolCall& call,
+                                  std::string status = "success");
+
 /// The specs of `tools`, for ChatOptions::tools.
 [[nodiscard]] std::vector<ToolSpec> tool_specs(const std::vector<Tool>& tools);
 
